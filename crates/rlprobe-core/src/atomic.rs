@@ -1,0 +1,126 @@
+//! Atomic publication of files: a reader never sees a half-written file under its final
+//! name. Temporaries are dot-prefixed and lack the final suffix, so `*.parquet` globs
+//! (DuckDB, Spark, pyarrow datasets) never pick one up.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Marker every temporary name carries; `remove_stray_temps` keys on it.
+pub const TEMP_MARKER: &str = ".tmp-";
+
+/// The temporary name for `final_name`: `.part-00012.tmp-<pid>-<seq>`.
+pub fn temp_path(dir: &Path, final_name: &str) -> PathBuf {
+    let stem = final_name.strip_suffix(".parquet").unwrap_or(final_name);
+    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(".{stem}{TEMP_MARKER}{}-{seq}", std::process::id()))
+}
+
+/// fsync a directory so a rename or unlink inside it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// Writes `dir/final_name` atomically: `fill` writes the temporary, which is fsynced,
+/// renamed into place, and the directory fsynced. On error the temporary is removed.
+pub fn publish<T>(
+    dir: &Path,
+    final_name: &str,
+    fill: impl FnOnce(File) -> io::Result<(T, File)>,
+) -> io::Result<T> {
+    let tmp = temp_path(dir, final_name);
+    let result = (|| {
+        let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let (out, file) = fill(file)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, dir.join(final_name))?;
+        sync_dir(dir)?;
+        Ok(out)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes bytes atomically (the manifest).
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    publish(dir, name, |mut f| {
+        f.write_all(bytes)?;
+        Ok(((), f))
+    })
+}
+
+/// Removes temporaries left by a process that died mid-publish. Returns how many.
+/// `prefix` narrows it to one kind (".part-" in steps/, ".steps" in the run directory).
+pub fn remove_stray_temps(dir: &Path, prefix: &str) -> io::Result<usize> {
+    let mut removed = 0;
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(prefix) && name.contains(TEMP_MARKER) {
+            fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::tempdir;
+
+    #[test]
+    fn publish_is_all_or_nothing() {
+        let dir = tempdir("publish");
+        publish(&dir, "a.parquet", |mut f| {
+            f.write_all(b"hello")?;
+            Ok(((), f))
+        })
+        .unwrap();
+        assert_eq!(fs::read(dir.join("a.parquet")).unwrap(), b"hello");
+        let err = publish::<()>(&dir, "b.parquet", |mut f| {
+            f.write_all(b"half")?;
+            Err(io::Error::other("boom"))
+        });
+        assert!(err.is_err());
+        let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec!["a.parquet"], "no temporary and no final file after a failure");
+    }
+
+    #[test]
+    fn temporaries_are_hidden_from_globs_and_cleaned() {
+        let dir = tempdir("stray");
+        let tmp = temp_path(&dir, "part-00001.parquet");
+        let name = tmp.file_name().unwrap().to_string_lossy().to_string();
+        assert!(name.starts_with(".part-00001") && !name.ends_with(".parquet"));
+        fs::write(&tmp, b"x").unwrap();
+        fs::write(dir.join("part-00000.parquet"), b"y").unwrap();
+        assert_eq!(remove_stray_temps(&dir, ".part-").unwrap(), 1);
+        assert!(dir.join("part-00000.parquet").exists());
+    }
+}

@@ -1,0 +1,150 @@
+//! Compaction: merge a run's step part files into one `steps.parquet`, atomically.
+//!
+//! Crash safety, step by step: the merged table is published under a temporary name and
+//! renamed into place (a crash before the rename leaves the old layout untouched); its
+//! footer lists the parts it absorbed, so a crash after the rename but before the parts
+//! are deleted leaves a mix that readers resolve by skipping those parts; the deletion is
+//! finished by the next compaction. A file lock keeps two compactions apart.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, ArrayRef, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use parquet::file::metadata::KeyValue;
+
+use crate::atomic::{publish, remove_stray_temps, sync_dir};
+use crate::layout::{COMPACT_LOCK_FILE, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE, STEPS_PARTS_DIR};
+use crate::parquet_io::{arrow_schema, arrow_writer, for_each_batch, to_io};
+use crate::props::Codec;
+use crate::schema::{column_order_key, ColumnKind};
+use crate::steps_files::{name_list_json, open_step_sources};
+use crate::table::{kind_of_arrow, unify_kinds, ColumnBuf};
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CompactReport {
+    /// Part files merged into `steps.parquet` by this call.
+    pub parts_merged: usize,
+    /// Parts an interrupted compaction had already absorbed, deleted now.
+    pub leftovers_removed: usize,
+    /// Rows in `steps.parquet` afterwards (0 when there is none).
+    pub rows: u64,
+    /// Size of `steps.parquet` afterwards.
+    pub bytes: u64,
+}
+
+/// Holds the compaction lock of a run directory until dropped.
+pub struct CompactLock {
+    _file: File,
+}
+
+pub fn lock_run(run_dir: &Path) -> io::Result<CompactLock> {
+    let f = OpenOptions::new().create(true).truncate(false).write(true).open(run_dir.join(COMPACT_LOCK_FILE))?;
+    f.lock()?;
+    Ok(CompactLock { _file: f })
+}
+
+/// The union of the sources' columns: types unified (ints widen to floats), canonical order.
+fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
+    let mut kinds: BTreeMap<String, Option<ColumnKind>> = BTreeMap::new();
+    for schema in schemas {
+        for f in schema.fields() {
+            let entry = kinds.entry(f.name().clone()).or_insert(None);
+            if f.data_type() == &DataType::Null {
+                continue;
+            }
+            let Some(k) = kind_of_arrow(f.data_type()) else { continue };
+            *entry = match *entry {
+                None => Some(k),
+                Some(have) => Some(unify_kinds(have, k).ok_or_else(|| {
+                    io::Error::other(format!("column `{}` has incompatible types across files", f.name()))
+                })?),
+            };
+        }
+    }
+    let mut fields: Vec<(String, ColumnKind)> =
+        kinds.into_iter().filter_map(|(n, k)| k.map(|k| (n, k))).collect();
+    fields.sort_by(|a, b| column_order_key(&a.0).cmp(&column_order_key(&b.0)));
+    Ok(Arc::new(Schema::new(
+        fields.into_iter().map(|(n, k)| Field::new(n, ColumnBuf::data_type(k), true)).collect::<Vec<_>>(),
+    )))
+}
+
+/// Reshapes a batch to `schema`: missing columns become nulls, types are cast.
+fn conform(batch: &RecordBatch, schema: &SchemaRef) -> io::Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| match batch.column_by_name(f.name()) {
+            Some(a) if a.data_type() == f.data_type() => Ok(a.clone()),
+            Some(a) if a.data_type() == &DataType::Null => Ok(new_null_array(f.data_type(), batch.num_rows())),
+            Some(a) => arrow::compute::cast(a, f.data_type()).map_err(to_io),
+            None => Ok(new_null_array(f.data_type(), batch.num_rows())),
+        })
+        .collect::<io::Result<_>>()?;
+    RecordBatch::try_new(schema.clone(), columns).map_err(to_io)
+}
+
+/// Merges the run's step parts into `steps.parquet`. Idempotent: a compact run is left as
+/// it is; a live or crashed one ends compact. Safe to run while a recorder still writes
+/// parts (they are picked up by the next compaction).
+pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
+    let _lock = lock_run(run_dir)?;
+    remove_stray_temps(run_dir, ".steps")?;
+    let sources = open_step_sources(run_dir)?;
+    let mut report = CompactReport::default();
+    let parts: Vec<_> = sources.sources.iter().filter(|s| !s.compacted).collect();
+
+    if !parts.is_empty() {
+        let mut schemas = Vec::new();
+        for s in &sources.sources {
+            schemas.push(arrow_schema(s.file.try_clone()?)?);
+        }
+        let schema = union_schema(&schemas)?;
+        let names: Vec<String> =
+            parts.iter().map(|s| s.path.file_name().unwrap().to_string_lossy().to_string()).collect();
+        let metadata = vec![
+            KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
+            KeyValue::new(META_NEXT_PART.to_string(), sources.next_part.to_string()),
+        ];
+        publish(run_dir, STEPS_FILE, |file| {
+            let mut w = arrow_writer(file, schema.clone(), Codec::default(), metadata)?;
+            for s in &sources.sources {
+                for_each_batch(s.file.try_clone()?, |batch| w.write(&conform(&batch, &schema)?).map_err(to_io))?;
+            }
+            let file = w.into_inner().map_err(to_io)?;
+            Ok(((), file))
+        })?;
+        report.parts_merged = parts.len();
+    }
+
+    // Delete what steps.parquet now holds: this call's parts and an earlier call's leftovers.
+    let parts_dir = run_dir.join(STEPS_PARTS_DIR);
+    for path in parts.iter().map(|s| &s.path).chain(sources.absorbed_leftovers.iter()) {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    report.leftovers_removed = sources.absorbed_leftovers.len();
+    if parts_dir.is_dir() {
+        sync_dir(&parts_dir)?;
+        // An empty steps/ goes, as in the Python package; a live writer recreates it.
+        let _ = fs::remove_dir(&parts_dir);
+    }
+    let compacted = run_dir.join(STEPS_FILE);
+    if let Ok(meta) = fs::metadata(&compacted) {
+        report.bytes = meta.len();
+        report.rows = crate::parquet_io::row_count(File::open(&compacted)?)?;
+    }
+    Ok(report)
+}
+
+/// The part index the next writer of `run_dir` should start at.
+pub fn next_part_index(run_dir: &Path) -> io::Result<u64> {
+    Ok(open_step_sources(run_dir)?.next_part)
+}

@@ -1,0 +1,33 @@
+//! rlprobe's core: the recording format's writer, reader and compactor, free of Node.
+//!
+//! - `writer`: the recorder (lock-free queue → writer thread → part files, events)
+//! - `ring`: the bounded SPSC queue the hot path pushes into
+//! - `encoding`: the slot encoding of a step record and the columnar batch it decodes to
+//! - `schema`: the StepRecord vocabulary and the column-id registry
+//! - `table`: columnar buffers shared by writer, reader and binding
+//! - `props`: the single factory of Parquet writer properties
+//! - `parquet_io`, `atomic`, `layout`: files on disk
+//! - `steps_files`: which files hold a run's steps (reads each step once)
+//! - `compact`: atomic, crash-safe compaction of part files
+//! - `events`: the append-only events.jsonl
+
+pub mod atomic;
+pub mod compact;
+pub mod encoding;
+pub mod events;
+pub mod layout;
+pub mod parquet_io;
+pub mod props;
+pub mod ring;
+pub mod schema;
+pub mod steps_files;
+pub mod table;
+pub mod writer;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use compact::{compact_steps, CompactReport};
+pub use steps_files::read_steps;
+pub use table::{ColumnBuf, ColumnValues, Table};
+pub use writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};

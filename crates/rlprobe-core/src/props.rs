@@ -1,0 +1,57 @@
+//! The one place Parquet writer properties are made. Every file rlprobe writes (part files,
+//! compacted tables, the pre-warm) goes through `writer_properties`, so encoding and
+//! compression are chosen once, from measurements (`cargo bench --bench compression`,
+//! figures in docs/architecture.md).
+
+use arrow::datatypes::{DataType, Schema};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::file::metadata::KeyValue;
+use parquet::schema::types::ColumnPath;
+
+/// Rows per row group: bounds reader memory and lets readers skip by statistics.
+pub const MAX_ROW_GROUP_ROWS: usize = 65_536;
+
+/// Knobs the compression benchmark sweeps. `Codec::default()` is the shipped choice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Codec {
+    pub zstd_level: i32,
+    /// Dictionary encoding for columns that are not float64 metrics.
+    pub dictionary: bool,
+    /// BYTE_STREAM_SPLIT for float64 columns (instead of dictionary/plain): groups the
+    /// bytes of each double so the exponent and high mantissa bytes compress.
+    pub byte_stream_split: bool,
+}
+
+impl Default for Codec {
+    fn default() -> Self {
+        // Chosen from benches/compression.rs on a 100k-step, 40-metric table: see the
+        // architecture doc for the table of sizes and timings.
+        Codec { zstd_level: 3, dictionary: true, byte_stream_split: true }
+    }
+}
+
+/// Writer properties for a table with `schema`, carrying `metadata` in the footer.
+pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>) -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_writer_version(WriterVersion::PARQUET_1_0)
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(codec.zstd_level).unwrap_or_default()))
+        .set_max_row_group_size(MAX_ROW_GROUP_ROWS)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_dictionary_enabled(codec.dictionary)
+        .set_created_by(format!("rlprobe {}", env!("CARGO_PKG_VERSION")));
+    if !metadata.is_empty() {
+        b = b.set_key_value_metadata(Some(metadata));
+    }
+    if codec.byte_stream_split {
+        for field in schema.fields() {
+            if field.data_type() == &DataType::Float64 {
+                let path = ColumnPath::new(vec![field.name().clone()]);
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT);
+            }
+        }
+    }
+    b.build()
+}

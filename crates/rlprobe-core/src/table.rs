@@ -1,0 +1,450 @@
+//! Columnar buffers shared by the writer (rows in), the reader (Parquet in) and the
+//! binding (typed arrays out). Nulls are tracked apart from values because NaN and ±Inf
+//! are legitimate metric values, while a null means "not logged at this step".
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, Int64Array, ListArray, RecordBatch,
+};
+use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
+
+use crate::schema::{column_order_key, ColumnKind};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnValues {
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+    /// `offsets.len() == rows + 1`.
+    ListF64 { offsets: Vec<i32>, values: Vec<f64> },
+}
+
+/// One growable column with its validity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnBuf {
+    pub values: ColumnValues,
+    pub valid: Vec<bool>,
+}
+
+impl ColumnBuf {
+    pub fn new(kind: ColumnKind) -> Self {
+        let values = match kind {
+            ColumnKind::F64 => ColumnValues::F64(Vec::new()),
+            ColumnKind::I64 => ColumnValues::I64(Vec::new()),
+            ColumnKind::ListF64 => ColumnValues::ListF64 { offsets: vec![0], values: Vec::new() },
+        };
+        ColumnBuf { values, valid: Vec::new() }
+    }
+
+    pub fn kind(&self) -> ColumnKind {
+        match self.values {
+            ColumnValues::F64(_) => ColumnKind::F64,
+            ColumnValues::I64(_) => ColumnKind::I64,
+            ColumnValues::ListF64 { .. } => ColumnKind::ListF64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.valid.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.valid.is_empty()
+    }
+
+    pub fn null_count(&self) -> usize {
+        self.valid.iter().filter(|v| !**v).count()
+    }
+
+    pub fn push_null(&mut self) {
+        match &mut self.values {
+            ColumnValues::F64(v) => v.push(f64::NAN),
+            ColumnValues::I64(v) => v.push(0),
+            ColumnValues::ListF64 { offsets, .. } => offsets.push(*offsets.last().unwrap()),
+        }
+        self.valid.push(false);
+    }
+
+    /// Appends nulls until the column has `rows` entries.
+    pub fn pad_to(&mut self, rows: usize) {
+        while self.len() < rows {
+            self.push_null();
+        }
+    }
+
+    /// Drops entries past `rows` (a field given twice in one record: the last one wins).
+    pub fn truncate(&mut self, rows: usize) {
+        if rows >= self.len() {
+            return;
+        }
+        match &mut self.values {
+            ColumnValues::F64(v) => v.truncate(rows),
+            ColumnValues::I64(v) => v.truncate(rows),
+            ColumnValues::ListF64 { offsets, values } => {
+                offsets.truncate(rows + 1);
+                values.truncate(*offsets.last().unwrap() as usize);
+            }
+        }
+        self.valid.truncate(rows);
+    }
+
+    /// Appends one scalar. For an int column the caller has already checked integrality.
+    pub fn push_number(&mut self, x: f64) {
+        match &mut self.values {
+            ColumnValues::F64(v) => v.push(x),
+            ColumnValues::I64(v) => v.push(x as i64),
+            ColumnValues::ListF64 { offsets, values } => {
+                values.push(x);
+                offsets.push(values.len() as i32);
+            }
+        }
+        self.valid.push(true);
+    }
+
+    pub fn push_list(&mut self, xs: &[f64]) {
+        match &mut self.values {
+            ColumnValues::ListF64 { offsets, values } => {
+                values.extend_from_slice(xs);
+                offsets.push(values.len() as i32);
+            }
+            _ => panic!("push_list on a scalar column"),
+        }
+        self.valid.push(true);
+    }
+
+    /// Value at `row` as f64 (scalars only; None when null).
+    pub fn scalar(&self, row: usize) -> Option<f64> {
+        if !self.valid[row] {
+            return None;
+        }
+        match &self.values {
+            ColumnValues::F64(v) => Some(v[row]),
+            ColumnValues::I64(v) => Some(v[row] as f64),
+            ColumnValues::ListF64 { .. } => None,
+        }
+    }
+
+    pub fn list(&self, row: usize) -> Option<&[f64]> {
+        match &self.values {
+            ColumnValues::ListF64 { offsets, values } if self.valid[row] => {
+                Some(&values[offsets[row] as usize..offsets[row + 1] as usize])
+            }
+            _ => None,
+        }
+    }
+
+    fn null_buffer(&self) -> Option<NullBuffer> {
+        if self.valid.iter().all(|v| *v) {
+            None
+        } else {
+            Some(NullBuffer::from(self.valid.clone()))
+        }
+    }
+
+    pub fn data_type(kind: ColumnKind) -> DataType {
+        match kind {
+            ColumnKind::F64 => DataType::Float64,
+            ColumnKind::I64 => DataType::Int64,
+            ColumnKind::ListF64 => {
+                DataType::List(Arc::new(Field::new("item", DataType::Float64, true)))
+            }
+        }
+    }
+
+    pub fn to_arrow(&self) -> ArrayRef {
+        let nulls = self.null_buffer();
+        match &self.values {
+            ColumnValues::F64(v) => Arc::new(Float64Array::new(ScalarBuffer::from(v.clone()), nulls)),
+            ColumnValues::I64(v) => Arc::new(Int64Array::new(ScalarBuffer::from(v.clone()), nulls)),
+            ColumnValues::ListF64 { offsets, values } => Arc::new(ListArray::new(
+                Arc::new(Field::new("item", DataType::Float64, true)),
+                OffsetBuffer::new(ScalarBuffer::from(offsets.clone())),
+                Arc::new(Float64Array::from(values.clone())),
+                nulls,
+            )),
+        }
+    }
+
+    /// Appends an Arrow array read from any Parquet writer. Integer and float types widen
+    /// to this column's kind; a column of Arrow's Null type (pyarrow writes one for a field
+    /// that was never set) appends nulls.
+    pub fn append_arrow(&mut self, array: &dyn Array) -> Result<(), String> {
+        if array.data_type() == &DataType::Null {
+            for _ in 0..array.len() {
+                self.push_null();
+            }
+            return Ok(());
+        }
+        match self.kind() {
+            ColumnKind::ListF64 => {
+                let list = match array.data_type() {
+                    DataType::List(_) => array.as_list::<i32>().clone(),
+                    DataType::LargeList(_) => {
+                        let cast = arrow::compute::cast(array, &ColumnBuf::data_type(ColumnKind::ListF64))
+                            .map_err(|e| e.to_string())?;
+                        cast.as_list::<i32>().clone()
+                    }
+                    other => return Err(format!("expected a list column, found {other}")),
+                };
+                for row in 0..list.len() {
+                    if list.is_null(row) {
+                        self.push_null();
+                        continue;
+                    }
+                    let inner = list.value(row);
+                    let inner = arrow::compute::cast(&inner, &DataType::Float64).map_err(|e| e.to_string())?;
+                    let inner = inner.as_primitive::<Float64Type>();
+                    let xs: Vec<f64> = (0..inner.len())
+                        .map(|i| if inner.is_null(i) { f64::NAN } else { inner.value(i) })
+                        .collect();
+                    self.push_list(&xs);
+                }
+            }
+            ColumnKind::I64 => {
+                let cast = arrow::compute::cast(array, &DataType::Int64).map_err(|e| e.to_string())?;
+                let ints = cast.as_primitive::<Int64Type>();
+                for row in 0..ints.len() {
+                    if ints.is_null(row) {
+                        self.push_null();
+                    } else {
+                        self.push_number(ints.value(row) as f64);
+                        // keep full int64 precision rather than the f64 round trip
+                        if let ColumnValues::I64(v) = &mut self.values {
+                            *v.last_mut().unwrap() = ints.value(row);
+                        }
+                    }
+                }
+            }
+            ColumnKind::F64 => {
+                let cast = arrow::compute::cast(array, &DataType::Float64).map_err(|e| e.to_string())?;
+                let floats = cast.as_primitive::<Float64Type>();
+                let ColumnValues::F64(v) = &mut self.values else { unreachable!() };
+                v.reserve(floats.len());
+                self.valid.reserve(floats.len());
+                for row in 0..floats.len() {
+                    let ok = floats.is_valid(row);
+                    v.push(if ok { floats.value(row) } else { f64::NAN });
+                    self.valid.push(ok);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kind a column read from disk gets, given its Arrow type; None for a column we do not
+/// keep (strings, structs…: a step table written by another tool may carry them).
+pub fn kind_of_arrow(dt: &DataType) -> Option<ColumnKind> {
+    match dt {
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => Some(ColumnKind::F64),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+        | DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+        | DataType::Boolean => Some(ColumnKind::I64),
+        DataType::List(f) | DataType::LargeList(f) => match kind_of_arrow(f.data_type()) {
+            Some(ColumnKind::F64) | Some(ColumnKind::I64) => Some(ColumnKind::ListF64),
+            _ if f.data_type() == &DataType::Null => Some(ColumnKind::ListF64),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The kind two files' columns of the same name unify to: ints widen to floats.
+pub fn unify_kinds(a: ColumnKind, b: ColumnKind) -> Option<ColumnKind> {
+    use ColumnKind::*;
+    match (a, b) {
+        (x, y) if x == y => Some(x),
+        (F64, I64) | (I64, F64) => Some(F64),
+        _ => None,
+    }
+}
+
+/// Named columns of equal length.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub rows: usize,
+    pub names: Vec<String>,
+    pub columns: Vec<ColumnBuf>,
+}
+
+impl Table {
+    pub fn column(&self, name: &str) -> Option<&ColumnBuf> {
+        self.names.iter().position(|n| n == name).map(|i| &self.columns[i])
+    }
+
+    /// Finds or adds a column, padding a new one with nulls for the rows before it.
+    pub fn column_mut(&mut self, name: &str, kind: ColumnKind) -> Result<&mut ColumnBuf, String> {
+        let i = match self.names.iter().position(|n| n == name) {
+            Some(i) => {
+                let have = self.columns[i].kind();
+                match unify_kinds(have, kind) {
+                    Some(k) if k == have => {}
+                    Some(k) => self.columns[i] = widen(&self.columns[i], k),
+                    None => {
+                        return Err(format!(
+                            "column `{name}` is {} in one file and {} in another",
+                            have.as_str(),
+                            kind.as_str()
+                        ))
+                    }
+                }
+                i
+            }
+            None => {
+                let mut col = ColumnBuf::new(kind);
+                col.pad_to(self.rows);
+                self.names.push(name.to_string());
+                self.columns.push(col);
+                self.columns.len() - 1
+            }
+        };
+        Ok(&mut self.columns[i])
+    }
+
+    /// Pads every column to `rows` and records the new row count.
+    pub fn finish_rows(&mut self, rows: usize) {
+        for c in &mut self.columns {
+            c.pad_to(rows);
+        }
+        self.rows = rows;
+    }
+
+    /// Appends a RecordBatch, unioning columns by name.
+    pub fn append_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        let start = self.rows;
+        for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
+            let kind = if field.data_type() == &DataType::Null {
+                // an all-null column says nothing about its type; keep it only if known
+                match self.column(field.name()) {
+                    Some(c) => c.kind(),
+                    None => continue,
+                }
+            } else {
+                match kind_of_arrow(field.data_type()) {
+                    Some(k) => k,
+                    None => continue,
+                }
+            };
+            let col = self.column_mut(field.name(), kind)?;
+            col.pad_to(start);
+            col.append_arrow(array.as_ref())?;
+        }
+        self.finish_rows(start + batch.num_rows());
+        Ok(())
+    }
+
+    /// Columns in the canonical order (fixed, known fields, components, extras, others).
+    pub fn sort_columns(&mut self) {
+        let mut order: Vec<usize> = (0..self.names.len()).collect();
+        order.sort_by(|&a, &b| column_order_key(&self.names[a]).cmp(&column_order_key(&self.names[b])));
+        let names = order.iter().map(|&i| self.names[i].clone()).collect();
+        let columns = order.iter().map(|&i| self.columns[i].clone()).collect();
+        self.names = names;
+        self.columns = columns;
+    }
+
+    pub fn schema(&self) -> Schema {
+        Schema::new(
+            self.names
+                .iter()
+                .zip(&self.columns)
+                .map(|(n, c)| Field::new(n, ColumnBuf::data_type(c.kind()), true))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    pub fn to_record_batch(&self) -> Result<RecordBatch, String> {
+        let arrays: Vec<ArrayRef> = self.columns.iter().map(|c| c.to_arrow()).collect();
+        RecordBatch::try_new(Arc::new(self.schema()), arrays).map_err(|e| e.to_string())
+    }
+}
+
+fn widen(col: &ColumnBuf, to: ColumnKind) -> ColumnBuf {
+    let mut out = ColumnBuf::new(to);
+    for row in 0..col.len() {
+        match col.scalar(row) {
+            Some(x) => out.push_number(x),
+            None => out.push_null(),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nulls_are_not_nans() {
+        let mut c = ColumnBuf::new(ColumnKind::F64);
+        c.push_number(f64::NAN);
+        c.push_null();
+        c.push_number(1.5);
+        assert!(c.scalar(0).unwrap().is_nan());
+        assert_eq!(c.scalar(1), None);
+        let a = c.to_arrow();
+        assert_eq!(a.null_count(), 1);
+        let mut back = ColumnBuf::new(ColumnKind::F64);
+        back.append_arrow(a.as_ref()).unwrap();
+        assert!(back.scalar(0).unwrap().is_nan());
+        assert_eq!(back.scalar(1), None);
+        assert_eq!(back.scalar(2), Some(1.5));
+    }
+
+    #[test]
+    fn lists_roundtrip_through_arrow_with_nulls_and_truncate() {
+        let mut c = ColumnBuf::new(ColumnKind::ListF64);
+        c.push_list(&[1.0, 2.0]);
+        c.push_null();
+        c.push_list(&[]);
+        c.push_list(&[9.0]);
+        c.truncate(3);
+        c.push_list(&[3.0, f64::INFINITY]);
+        let mut back = ColumnBuf::new(ColumnKind::ListF64);
+        back.append_arrow(c.to_arrow().as_ref()).unwrap();
+        assert_eq!(back.list(0), Some(&[1.0, 2.0][..]));
+        assert_eq!(back.list(1), None);
+        assert_eq!(back.list(2), Some(&[][..]));
+        assert_eq!(back.list(3), Some(&[3.0, f64::INFINITY][..]));
+    }
+
+    #[test]
+    fn union_of_batches_pads_and_widens() {
+        let mut a = Table::default();
+        a.column_mut("step", ColumnKind::I64).unwrap().push_number(1.0);
+        a.column_mut("x", ColumnKind::I64).unwrap().push_number(2.0);
+        a.finish_rows(1);
+        let mut b = Table::default();
+        b.column_mut("step", ColumnKind::I64).unwrap().push_number(2.0);
+        b.column_mut("x", ColumnKind::F64).unwrap().push_number(2.5);
+        b.column_mut("y", ColumnKind::F64).unwrap().push_number(7.0);
+        b.finish_rows(1);
+        let mut u = Table::default();
+        u.append_batch(&a.to_record_batch().unwrap()).unwrap();
+        u.append_batch(&b.to_record_batch().unwrap()).unwrap();
+        assert_eq!(u.rows, 2);
+        assert_eq!(u.column("x").unwrap().kind(), ColumnKind::F64);
+        assert_eq!(u.column("x").unwrap().scalar(0), Some(2.0));
+        assert_eq!(u.column("x").unwrap().scalar(1), Some(2.5));
+        assert_eq!(u.column("y").unwrap().scalar(0), None);
+        assert_eq!(u.column("y").unwrap().scalar(1), Some(7.0));
+    }
+
+    #[test]
+    fn null_typed_columns_are_skipped_unless_known() {
+        use arrow::array::NullArray;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("step", DataType::Int64, true),
+            Field::new("reward_mean", DataType::Null, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(Int64Array::from(vec![1, 2])), Arc::new(NullArray::new(2))],
+        )
+        .unwrap();
+        let mut t = Table::default();
+        t.append_batch(&batch).unwrap();
+        assert_eq!(t.names, vec!["step"]);
+    }
+}

@@ -1,0 +1,537 @@
+//! The recorder's two halves: the producer the training thread calls (`Recorder`) and
+//! the writer thread that owns all IO.
+//!
+//! The producer only copies a record into the lock-free ring and bumps counters. The
+//! writer thread wakes on a short timer or when the producer has queued a flush's worth of
+//! records, drains the ring into a columnar batch, and publishes a part file every
+//! `flush_interval` or `flush_steps` rows. Events are appended as they arrive.
+//! Invariant once flushed: `written + dropped + bad == logged`.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use crate::atomic::{publish, remove_stray_temps};
+use crate::compact::{compact_steps, next_part_index, CompactReport};
+use crate::encoding::StepBatch;
+use crate::events::{event_line, EventLog};
+use crate::layout::{part_name, EVENTS_FILE, STEPS_PARTS_DIR};
+use crate::parquet_io::{prewarm, write_table};
+use crate::props::Codec;
+use crate::ring::{self, PushError};
+use crate::schema::{ColumnKind, Registry};
+
+#[derive(Debug, Clone)]
+pub struct RecorderOptions {
+    /// Where this recorder writes (already the `rank-NNN/` sub-directory when applicable).
+    pub run_dir: PathBuf,
+    pub rank: i64,
+    pub flush_interval: Duration,
+    pub flush_steps: usize,
+    /// Records the queue holds before it drops.
+    pub queue_capacity: usize,
+    /// Events waiting for the writer before further ones are dropped.
+    pub event_queue_capacity: usize,
+    pub events_fsync_every: Duration,
+    /// How often an idle writer thread looks at the queue.
+    pub tick: Duration,
+}
+
+impl RecorderOptions {
+    pub fn new(run_dir: impl Into<PathBuf>) -> Self {
+        RecorderOptions {
+            run_dir: run_dir.into(),
+            rank: 0,
+            flush_interval: Duration::from_secs(5),
+            flush_steps: 200,
+            queue_capacity: 8192,
+            event_queue_capacity: 65_536,
+            events_fsync_every: Duration::from_secs(1),
+            tick: Duration::from_millis(50),
+        }
+    }
+}
+
+/// Slots reserved per queued record: the 40-field record of the benchmark needs ~82.
+const SLOTS_PER_RECORD: usize = 96;
+
+#[derive(Default)]
+struct Counters {
+    // Written by the producer only (plain load+store, no locked instruction on the hot path).
+    logged: AtomicU64,
+    dropped: AtomicU64,
+    bad_reported: AtomicU64,
+    // Written by the writer thread only.
+    written: AtomicU64,
+    bad_decoded: AtomicU64,
+    lost_in_writer: AtomicU64,
+    events_written: AtomicU64,
+    // Either side.
+    events_dropped: AtomicU64,
+}
+
+#[inline]
+fn bump(c: &AtomicU64, by: u64) {
+    c.store(c.load(Relaxed) + by, Release);
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountersSnapshot {
+    pub logged: u64,
+    /// Rows in published part files.
+    pub written: u64,
+    /// Refused by a full queue, or lost to a writer failure.
+    pub dropped: u64,
+    /// Malformed records (refused by the encoder, or by the writer's structural check).
+    pub bad: u64,
+    /// Accepted but not yet in a published part file.
+    pub pending: u64,
+    pub events_written: u64,
+    pub events_dropped: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CloseReport {
+    pub counters: CountersSnapshot,
+    pub compaction: Option<CompactReport>,
+    /// The last error the writer met (a failed part write, a caught panic…), if any.
+    pub error: Option<String>,
+}
+
+#[derive(Default)]
+struct Control {
+    flush_requested: u64,
+    flush_done: u64,
+    /// Some(compact) once close was asked for.
+    stop: Option<bool>,
+    finished: Option<CloseReport>,
+    last_error: Option<String>,
+}
+
+struct Shared {
+    rank: i64,
+    event_queue_capacity: usize,
+    counters: Counters,
+    pending_events: Mutex<VecDeque<String>>,
+    event_log: Mutex<EventLog>,
+    registry: RwLock<Registry>,
+    control: Mutex<Control>,
+    changed: Condvar,
+    reported_drops: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks must not wedge the recorder.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn snapshot(&self) -> CountersSnapshot {
+        let c = &self.counters;
+        let logged = c.logged.load(Acquire);
+        let written = c.written.load(Acquire);
+        let dropped = c.dropped.load(Acquire) + c.lost_in_writer.load(Acquire);
+        let bad = c.bad_reported.load(Acquire) + c.bad_decoded.load(Acquire);
+        CountersSnapshot {
+            logged,
+            written,
+            dropped,
+            bad,
+            pending: logged.saturating_sub(written + dropped + bad),
+            events_written: c.events_written.load(Acquire),
+            events_dropped: c.events_dropped.load(Acquire),
+        }
+    }
+
+    /// Writes queued events, then `extra` if given, under the log lock (keeps order).
+    fn write_events(&self, extra: Option<&str>) -> std::io::Result<()> {
+        let mut log = lock(&self.event_log);
+        let queued: Vec<String> = lock(&self.pending_events).drain(..).collect();
+        for line in queued.iter().map(String::as_str).chain(extra) {
+            log.append(line)?;
+            self.counters.events_written.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+
+    fn record_error(&self, message: String) {
+        let line = event_line("recorder_error", None, self.rank, &message, "{}");
+        let _ = self.write_events(Some(&line));
+        lock(&self.control).last_error = Some(message);
+    }
+}
+
+/// The producer half, owned by the training thread.
+pub struct Recorder {
+    producer: ring::Producer,
+    shared: Arc<Shared>,
+    writer: Thread,
+    join: Option<JoinHandle<()>>,
+    wake_every: u64,
+    since_wake: Cell<u64>,
+    run_dir: PathBuf,
+}
+
+impl Recorder {
+    /// Opens (or resumes) a recording in `opts.run_dir` and starts the writer thread.
+    pub fn open(opts: RecorderOptions) -> std::io::Result<Recorder> {
+        std::fs::create_dir_all(&opts.run_dir)?;
+        let parts_dir = opts.run_dir.join(STEPS_PARTS_DIR);
+        std::fs::create_dir_all(&parts_dir)?;
+        remove_stray_temps(&parts_dir, ".part-")?;
+        let next_part = next_part_index(&opts.run_dir)?;
+        let event_log = EventLog::open(&opts.run_dir.join(EVENTS_FILE))?;
+        let capacity = opts.queue_capacity.max(1);
+        let (producer, consumer) = ring::channel(capacity, capacity.saturating_mul(SLOTS_PER_RECORD));
+        let shared = Arc::new(Shared {
+            rank: opts.rank,
+            event_queue_capacity: opts.event_queue_capacity.max(1),
+            counters: Counters::default(),
+            pending_events: Mutex::new(VecDeque::new()),
+            event_log: Mutex::new(event_log),
+            registry: RwLock::new(Registry::default()),
+            control: Mutex::new(Control::default()),
+            changed: Condvar::new(),
+            reported_drops: AtomicU64::new(0),
+        });
+        let state = WriterThread {
+            batch: StepBatch::new(opts.rank),
+            registry: Registry::default(),
+            consumer,
+            shared: shared.clone(),
+            next_part,
+            last_publish: Instant::now(),
+            record: Vec::with_capacity(256),
+            opts: opts.clone(),
+        };
+        let join = thread::Builder::new().name("rlprobe-writer".into()).spawn(move || state.run())?;
+        let writer = join.thread().clone();
+        let wake_every = (opts.flush_steps as u64).min(capacity as u64 / 4).max(1);
+        Ok(Recorder {
+            producer,
+            shared,
+            writer,
+            join: Some(join),
+            wake_every,
+            since_wake: Cell::new(0),
+            run_dir: opts.run_dir,
+        })
+    }
+
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// Column id and kind for a record key (rare: once per new name).
+    pub fn register(&self, key: &str) -> Result<(u32, ColumnKind), String> {
+        self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register(key)
+    }
+
+    /// The hot path: enqueue one encoded step record. Never blocks; false when dropped.
+    #[inline]
+    pub fn push_step(&self, slots: &[f64]) -> bool {
+        let c = &self.shared.counters;
+        bump(&c.logged, 1);
+        let result = if slots.len() >= 2 && slots[1].is_nan() {
+            // stamp with the wall clock at log time (not at write time)
+            self.producer.push_with_header(&[slots[0], crate::events::now_unix_seconds()], &slots[2..])
+        } else {
+            self.producer.push(slots)
+        };
+        match result {
+            Ok(()) => {
+                let n = self.since_wake.get() + 1;
+                if n >= self.wake_every {
+                    self.since_wake.set(0);
+                    self.writer.unpark();
+                } else {
+                    self.since_wake.set(n);
+                }
+                true
+            }
+            Err(PushError::Full) | Err(PushError::TooLarge) => {
+                bump(&c.dropped, 1);
+                false
+            }
+        }
+    }
+
+    /// A record the encoder refused: counted as logged and bad, its event queued.
+    pub fn report_bad(&self, event_json: String) {
+        let c = &self.shared.counters;
+        bump(&c.logged, 1);
+        bump(&c.bad_reported, 1);
+        self.log_event(event_json);
+    }
+
+    /// Queues an event line for the writer thread. False when the event queue is full.
+    pub fn log_event(&self, event_json: String) -> bool {
+        {
+            let mut q = lock(&self.shared.pending_events);
+            if q.len() >= self.shared.event_queue_capacity {
+                self.shared.counters.events_dropped.fetch_add(1, Relaxed);
+                return false;
+            }
+            q.push_back(event_json);
+        }
+        self.writer.unpark();
+        true
+    }
+
+    /// Writes an event from the calling thread, after every queued one, and fsyncs:
+    /// crash-class events must be on disk before a crash handler returns.
+    pub fn write_event_now(&self, event_json: &str) -> std::io::Result<()> {
+        self.shared.write_events(Some(event_json))?;
+        lock(&self.shared.event_log).sync()
+    }
+
+    /// Asks the writer to publish everything queued so far and fsync events; waits at most
+    /// `timeout`. True when done.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let target = {
+            let mut c = lock(&self.shared.control);
+            if c.finished.is_some() {
+                return true;
+            }
+            c.flush_requested += 1;
+            c.flush_requested
+        };
+        self.writer.unpark();
+        let deadline = Instant::now() + timeout;
+        let mut c = lock(&self.shared.control);
+        while c.flush_done < target && c.finished.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        true
+    }
+
+    /// Flushes, optionally compacts, and stops the writer. Waits at most `timeout`;
+    /// Err when the writer did not finish in time (it keeps going in the background).
+    pub fn close(&mut self, compact: bool, timeout: Duration) -> Result<CloseReport, String> {
+        {
+            let mut c = lock(&self.shared.control);
+            if let Some(r) = &c.finished {
+                return Ok(r.clone());
+            }
+            c.stop.get_or_insert(compact);
+        }
+        self.writer.unpark();
+        let deadline = Instant::now() + timeout;
+        let mut c = lock(&self.shared.control);
+        while c.finished.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(format!("the writer did not finish within {} ms", timeout.as_millis()));
+            }
+            c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        let report = c.finished.clone().expect("finished");
+        drop(c);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+        Ok(report)
+    }
+
+    pub fn counters(&self) -> CountersSnapshot {
+        self.shared.snapshot()
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.shared.control).last_error.clone()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        lock(&self.shared.control).finished.is_some()
+    }
+}
+
+impl Drop for Recorder {
+    /// Dropped without close (the JS object was collected): let the writer flush what it
+    /// has and stop, without waiting for it.
+    fn drop(&mut self) {
+        lock(&self.shared.control).stop.get_or_insert(false);
+        self.writer.unpark();
+    }
+}
+
+struct WriterThread {
+    opts: RecorderOptions,
+    consumer: ring::Consumer,
+    shared: Arc<Shared>,
+    /// Snapshot of the producer's registry, refreshed when an unknown id shows up.
+    registry: Registry,
+    batch: StepBatch,
+    record: Vec<f64>,
+    next_part: u64,
+    last_publish: Instant,
+}
+
+impl WriterThread {
+    fn run(mut self) {
+        prewarm();
+        loop {
+            let (flush_target, stop) = {
+                let c = lock(&self.shared.control);
+                (c.flush_requested, c.stop)
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.cycle(stop.is_some())));
+            if let Err(panic) = outcome {
+                let lost = self.batch.rows() as u64;
+                self.batch.reset();
+                bump(&self.shared.counters.lost_in_writer, lost);
+                self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
+            }
+            let mut c = lock(&self.shared.control);
+            if flush_target > c.flush_done {
+                c.flush_done = flush_target;
+                self.shared.changed.notify_all();
+            }
+            if let Some(compact) = stop {
+                drop(c);
+                let report = self.finish(compact);
+                let mut c = lock(&self.shared.control);
+                c.finished = Some(report);
+                self.shared.changed.notify_all();
+                return;
+            }
+            drop(c);
+            thread::park_timeout(self.opts.tick);
+        }
+    }
+
+    /// One pass: write events, drain the queue, publish a part when one is due.
+    fn cycle(&mut self, stopping: bool) {
+        if let Err(e) = self.shared.write_events(None) {
+            lock(&self.shared.control).last_error = Some(format!("events.jsonl: {e}"));
+        }
+        self.drain();
+        let due = self.batch.rows() >= self.opts.flush_steps
+            || (self.batch.rows() > 0 && self.last_publish.elapsed() >= self.opts.flush_interval);
+        let forced = {
+            let c = lock(&self.shared.control);
+            c.flush_requested > c.flush_done
+        };
+        if due || forced || stopping {
+            self.publish_part();
+            self.report_drops();
+        }
+        let mut log = lock(&self.shared.event_log);
+        let synced = if forced || stopping { log.sync() } else { log.sync_if_due(self.opts.events_fsync_every) };
+        drop(log);
+        if let Err(e) = synced {
+            lock(&self.shared.control).last_error = Some(format!("events.jsonl fsync: {e}"));
+        }
+    }
+
+    fn drain(&mut self) {
+        while self.consumer.pop_into(&mut self.record) {
+            if let Err(first) = self.batch.append(&self.record, &self.registry) {
+                // maybe a column registered after our snapshot: refresh once and retry
+                self.registry = self.shared.registry.read().unwrap_or_else(|p| p.into_inner()).clone();
+                if self.batch.append(&self.record, &self.registry).is_err() {
+                    bump(&self.shared.counters.bad_decoded, 1);
+                    let step = self.record.first().copied().unwrap_or(f64::NAN);
+                    let line = event_line(
+                        "bad_record",
+                        (step >= 0.0 && step.fract() == 0.0).then_some(step as i64),
+                        self.shared.rank,
+                        &format!("step record dropped by the writer: {first}"),
+                        "{}",
+                    );
+                    let _ = self.shared.write_events(Some(&line));
+                }
+            }
+            if self.batch.rows() >= self.opts.flush_steps.max(1) {
+                // a backlog is published in parts of `flush_steps` rows, never one huge part
+                self.publish_part();
+            }
+        }
+    }
+
+    fn publish_part(&mut self) {
+        self.last_publish = Instant::now();
+        if self.batch.rows() == 0 {
+            return;
+        }
+        let table = self.batch.take();
+        let rows = table.rows as u64;
+        let dir = self.opts.run_dir.join(STEPS_PARTS_DIR);
+        let name = part_name(self.next_part);
+        let result = std::fs::create_dir_all(&dir).and_then(|()| {
+            publish(&dir, &name, |file| {
+                let file = write_table(file, &table, Codec::default(), Vec::new())?;
+                Ok(((), file))
+            })
+        });
+        match result {
+            Ok(()) => {
+                self.next_part += 1;
+                bump(&self.shared.counters.written, rows);
+            }
+            Err(e) => {
+                bump(&self.shared.counters.lost_in_writer, rows);
+                self.shared.record_error(format!("{rows} steps lost: writing {name} failed: {e}"));
+            }
+        }
+    }
+
+    /// Emits a `recorder_drops` event for drops not yet reported.
+    fn report_drops(&self) {
+        let total = self.shared.counters.dropped.load(Acquire);
+        let reported = self.shared.reported_drops.load(Relaxed);
+        if total > reported {
+            let new = total - reported;
+            let line = event_line(
+                "recorder_drops",
+                None,
+                self.shared.rank,
+                &format!("{new} step records dropped: the queue was full ({total} in total)"),
+                &format!("{{\"count\":{new},\"total\":{total}}}"),
+            );
+            let _ = self.shared.write_events(Some(&line));
+            self.shared.reported_drops.store(total, Relaxed);
+        }
+    }
+
+    fn finish(&mut self, compact: bool) -> CloseReport {
+        let compaction = if compact {
+            match catch_unwind(AssertUnwindSafe(|| compact_steps(&self.opts.run_dir))) {
+                Ok(Ok(r)) => Some(r),
+                Ok(Err(e)) => {
+                    self.shared.record_error(format!("compaction failed (parts kept): {e}"));
+                    None
+                }
+                Err(p) => {
+                    self.shared.record_error(format!("compaction panicked (parts kept): {}", panic_message(&p)));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let _ = self.shared.write_events(None);
+        let _ = lock(&self.shared.event_log).sync();
+        CloseReport {
+            counters: self.shared.snapshot(),
+            compaction,
+            error: lock(&self.shared.control).last_error.clone(),
+        }
+    }
+}
+
+pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

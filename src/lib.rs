@@ -1,0 +1,305 @@
+//! The Node binding: a thin layer over `rlprobe-core`. Every export catches panics (they
+//! become JS errors, never a dead process); errors carry a `[RLPROBE_…]` code prefix that
+//! the TypeScript facade folds into one `RlprobeError` type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use rlprobe_core::compact::CompactReport;
+use rlprobe_core::schema::{ColumnKind, FIXED_STEP_COLUMNS, STEP_FIELDS};
+use rlprobe_core::steps_files::{compacted_footer, open_step_sources};
+use rlprobe_core::table::ColumnValues;
+use rlprobe_core::writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};
+
+fn err(code: &str, msg: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, format!("[{code}] {msg}"))
+}
+
+fn io_err(e: std::io::Error) -> Error {
+    err("RLPROBE_IO", e)
+}
+
+#[napi(object)]
+pub struct NativeRecorderOptions {
+    /// Directory this recorder writes (the rank sub-directory already applied).
+    pub run_dir: String,
+    pub rank: u32,
+    pub flush_interval_ms: u32,
+    pub flush_steps: u32,
+    pub queue_capacity: u32,
+}
+
+#[napi(object)]
+pub struct NativeCounters {
+    pub logged: f64,
+    pub written: f64,
+    pub dropped: f64,
+    pub bad: f64,
+    pub pending: f64,
+    pub events_written: f64,
+    pub events_dropped: f64,
+}
+
+impl From<CountersSnapshot> for NativeCounters {
+    fn from(c: CountersSnapshot) -> Self {
+        NativeCounters {
+            logged: c.logged as f64,
+            written: c.written as f64,
+            dropped: c.dropped as f64,
+            bad: c.bad as f64,
+            pending: c.pending as f64,
+            events_written: c.events_written as f64,
+            events_dropped: c.events_dropped as f64,
+        }
+    }
+}
+
+#[napi(object)]
+pub struct NativeCompactReport {
+    pub parts_merged: u32,
+    pub leftovers_removed: u32,
+    pub rows: f64,
+    pub bytes: f64,
+}
+
+impl From<CompactReport> for NativeCompactReport {
+    fn from(r: CompactReport) -> Self {
+        NativeCompactReport {
+            parts_merged: r.parts_merged as u32,
+            leftovers_removed: r.leftovers_removed as u32,
+            rows: r.rows as f64,
+            bytes: r.bytes as f64,
+        }
+    }
+}
+
+#[napi(object)]
+pub struct NativeCloseReport {
+    pub counters: NativeCounters,
+    pub compaction: Option<NativeCompactReport>,
+    pub error: Option<String>,
+}
+
+impl From<CloseReport> for NativeCloseReport {
+    fn from(r: CloseReport) -> Self {
+        NativeCloseReport {
+            counters: r.counters.into(),
+            compaction: r.compaction.map(Into::into),
+            error: r.error,
+        }
+    }
+}
+
+#[napi(object)]
+pub struct NativeColumnId {
+    pub id: u32,
+    /// "f64", "i64" or "list_f64"
+    pub kind: String,
+}
+
+/// A recorder's native half. Owned by one JS thread (the only producer of its queue).
+#[napi]
+pub struct NativeRecorder {
+    inner: Recorder,
+    /// The JS encoder's reusable slot buffer; `push(n)` reads its first n slots.
+    scratch: Option<Float64Array>,
+}
+
+#[napi]
+impl NativeRecorder {
+    #[napi(constructor, catch_unwind)]
+    pub fn new(options: NativeRecorderOptions) -> Result<Self> {
+        let mut o = RecorderOptions::new(PathBuf::from(options.run_dir));
+        o.rank = options.rank as i64;
+        o.flush_interval = Duration::from_millis(options.flush_interval_ms.max(1) as u64);
+        o.flush_steps = options.flush_steps.max(1) as usize;
+        o.queue_capacity = options.queue_capacity.max(1) as usize;
+        let inner = Recorder::open(o).map_err(io_err)?;
+        Ok(NativeRecorder { inner, scratch: None })
+    }
+
+    /// Hands over the encoder's slot buffer (again whenever the encoder grows it).
+    #[napi(catch_unwind)]
+    pub fn bind_scratch(&mut self, scratch: Float64Array) -> Result<()> {
+        self.scratch = Some(scratch);
+        Ok(())
+    }
+
+    /// The hot path: enqueue the record encoded in the first `len` slots of the scratch
+    /// buffer. Returns false when the record was dropped (full queue).
+    #[napi(catch_unwind)]
+    pub fn push(&self, len: u32) -> Result<bool> {
+        let Some(scratch) = self.scratch.as_ref() else {
+            return Err(err("RLPROBE_STATE", "push before bind_scratch"));
+        };
+        let len = (len as usize).min(scratch.len());
+        Ok(self.inner.push_step(&scratch[..len]))
+    }
+
+    /// The column id for a record key; unknown top-level keys map to `extra.<key>`.
+    #[napi(catch_unwind)]
+    pub fn register(&self, key: String) -> Result<NativeColumnId> {
+        let (id, kind) = self.inner.register(&key).map_err(|m| err("RLPROBE_INVALID", m))?;
+        Ok(NativeColumnId { id, kind: kind.as_str().into() })
+    }
+
+    /// A record the encoder refused: counted, and its `bad_record` event queued.
+    #[napi(catch_unwind)]
+    pub fn report_bad(&self, event_json: String) -> Result<()> {
+        self.inner.report_bad(event_json);
+        Ok(())
+    }
+
+    /// Queues an event line for the writer thread. False when the event queue was full.
+    #[napi(catch_unwind)]
+    pub fn log_event(&self, event_json: String) -> Result<bool> {
+        Ok(self.inner.log_event(event_json))
+    }
+
+    /// Writes an event line from this thread and fsyncs it (crash-class events).
+    #[napi(catch_unwind)]
+    pub fn write_event_now(&self, event_json: String) -> Result<()> {
+        self.inner.write_event_now(&event_json).map_err(io_err)
+    }
+
+    /// Publishes everything queued and fsyncs events, waiting at most `timeout_ms`.
+    #[napi(catch_unwind)]
+    pub fn flush(&self, timeout_ms: u32) -> Result<bool> {
+        Ok(self.inner.flush(Duration::from_millis(timeout_ms as u64)))
+    }
+
+    /// Flushes, optionally compacts, stops the writer; waits at most `timeout_ms`.
+    #[napi(catch_unwind)]
+    pub fn close(&mut self, compact: bool, timeout_ms: u32) -> Result<NativeCloseReport> {
+        self.scratch = None;
+        self.inner
+            .close(compact, Duration::from_millis(timeout_ms as u64))
+            .map(Into::into)
+            .map_err(|m| err("RLPROBE_TIMEOUT", m))
+    }
+
+    #[napi(catch_unwind)]
+    pub fn counters(&self) -> Result<NativeCounters> {
+        Ok(self.inner.counters().into())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn last_error(&self) -> Result<Option<String>> {
+        Ok(self.inner.last_error())
+    }
+}
+
+/// Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe).
+#[napi(catch_unwind)]
+pub fn compact_run(run_dir: String) -> Result<NativeCompactReport> {
+    rlprobe_core::compact_steps(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+}
+
+#[napi(object)]
+pub struct NativeColumn {
+    pub name: String,
+    /// "f64", "i64" or "list_f64"
+    pub kind: String,
+    /// One value per row (null rows hold NaN); for lists, the flattened items.
+    pub values: Float64Array,
+    /// 1 where the row has a value; absent when every row has one.
+    pub valid: Option<Uint8Array>,
+    /// For lists: rows + 1 offsets into `values`.
+    pub offsets: Option<Int32Array>,
+}
+
+#[napi(object)]
+pub struct NativeStepTable {
+    pub rows: u32,
+    pub columns: Vec<NativeColumn>,
+}
+
+/// Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`.
+#[napi(catch_unwind)]
+pub fn read_steps(run_dir: String, columns: Option<Vec<String>>) -> Result<NativeStepTable> {
+    let table = rlprobe_core::read_steps(&PathBuf::from(run_dir), columns.as_deref()).map_err(io_err)?;
+    let rows = table.rows as u32;
+    let columns = table
+        .names
+        .into_iter()
+        .zip(table.columns)
+        .map(|(name, col)| {
+            let kind = col.kind().as_str().to_string();
+            let valid = (col.null_count() > 0)
+                .then(|| Uint8Array::new(col.valid.iter().map(|v| *v as u8).collect()));
+            let (values, offsets) = match col.values {
+                ColumnValues::F64(v) => (v, None),
+                // null rows read as NaN, like float columns
+                ColumnValues::I64(v) => {
+                    (v.into_iter().zip(&col.valid).map(|(x, ok)| if *ok { x as f64 } else { f64::NAN }).collect(), None)
+                }
+                ColumnValues::ListF64 { offsets, values } => (values, Some(Int32Array::new(offsets))),
+            };
+            NativeColumn { name, kind, values: Float64Array::new(values), valid, offsets }
+        })
+        .collect();
+    Ok(NativeStepTable { rows, columns })
+}
+
+#[napi(object)]
+pub struct NativeStepFile {
+    pub path: String,
+    pub rows: f64,
+    pub bytes: f64,
+    pub compacted: bool,
+}
+
+#[napi(object)]
+pub struct NativeStepFiles {
+    pub files: Vec<NativeStepFile>,
+    /// Parts already inside steps.parquet but still on disk (an interrupted compaction).
+    pub absorbed_leftovers: u32,
+}
+
+/// The files that hold a run's steps, with row counts from their footers.
+#[napi(catch_unwind)]
+pub fn step_files(run_dir: String) -> Result<NativeStepFiles> {
+    let sources = open_step_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let mut files = Vec::new();
+    for s in &sources.sources {
+        let bytes = s.file.metadata().map_err(io_err)?.len() as f64;
+        let rows = rlprobe_core::parquet_io::row_count(s.file.try_clone().map_err(io_err)?).map_err(io_err)? as f64;
+        files.push(NativeStepFile { path: s.path.display().to_string(), rows, bytes, compacted: s.compacted });
+    }
+    if let Some(first) = sources.sources.first().filter(|s| s.compacted) {
+        // surfaces a corrupt footer here rather than later
+        compacted_footer(&first.file).map_err(io_err)?;
+    }
+    Ok(NativeStepFiles { files, absorbed_leftovers: sources.absorbed_leftovers.len() as u32 })
+}
+
+/// Writes a file atomically (temporary, fsync, rename, fsync of the directory).
+#[napi(catch_unwind)]
+pub fn write_file_atomic(path: String, contents: String) -> Result<()> {
+    rlprobe_core::atomic::write_file_atomic(&PathBuf::from(path), contents.as_bytes()).map_err(io_err)
+}
+
+#[napi(object)]
+pub struct NativeFieldSpec {
+    pub name: String,
+    pub kind: String,
+}
+
+/// The step table's fixed and known columns, in format order (the TS types are checked
+/// against this list in the tests).
+#[napi(catch_unwind)]
+pub fn step_field_specs() -> Result<Vec<NativeFieldSpec>> {
+    Ok(FIXED_STEP_COLUMNS
+        .iter()
+        .chain(STEP_FIELDS)
+        .map(|(n, k): &(&str, ColumnKind)| NativeFieldSpec { name: n.to_string(), kind: k.as_str().into() })
+        .collect())
+}
+
+/// Panics on purpose, so the tests can show a Rust panic surfaces as a JS error.
+#[napi(catch_unwind)]
+pub fn debug_panic(message: String) -> Result<()> {
+    panic!("{message}");
+}

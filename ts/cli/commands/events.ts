@@ -1,0 +1,41 @@
+import { Command, Option } from 'clipanion';
+
+import { ProbeCommand } from '../base-command.js';
+import * as t from 'typanion';
+
+import { RunReader } from '../../reader/run-reader.js';
+import { isoSeconds } from '../format.js';
+
+export class EventsCommand extends ProbeCommand {
+  static paths = [['events']];
+  static usage = Command.Usage({
+    description: "List a recording's events (a torn last line from a crash is skipped)",
+    examples: [
+      ['All events', '$0 events runs/exp1'],
+      ['Only crashes and signals', '$0 events runs/exp1 --kind crash --kind signal'],
+      ['The last 20 as JSON', '$0 events runs/exp1 --last 20 --json'],
+    ],
+  });
+
+  run = Option.String({ name: 'run' });
+  kinds = Option.Array('--kind', [], { description: 'Only events of this kind (repeatable)' });
+  last = Option.String('--last', { description: 'Only the last N events', validator: t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(1)) });
+  json = Option.Boolean('--json', false, { description: 'Print a JSON array instead of text' });
+
+  async exec(): Promise<number> {
+    const reader = RunReader.open(this.run);
+    let events = reader.events();
+    if (this.kinds.length) events = events.filter((e) => this.kinds.includes(e.kind));
+    if (this.last !== undefined) events = events.slice(-this.last);
+    if (this.json) {
+      this.context.stdout.write(`${JSON.stringify(events, null, 2)}\n`);
+      return 0;
+    }
+    for (const e of events) {
+      const step = e.step === null ? '' : ` step ${e.step}`;
+      const rank = e.rank ? ` rank ${e.rank}` : '';
+      this.context.stdout.write(`${isoSeconds(e.timestamp)}  ${e.kind}${step}${rank}  ${e.message}\n`);
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,92 @@
+import { Command, Option } from 'clipanion';
+
+import { ProbeCommand } from '../base-command.js';
+
+import { RunReader } from '../../reader/run-reader.js';
+import { RECORDER_EVENT_KINDS } from '../../schema/event.js';
+import { ago, bytes, isoSeconds, table } from '../format.js';
+import { runStatus } from '../run-status.js';
+
+export class InfoCommand extends ProbeCommand {
+  static paths = [['info']];
+  static usage = Command.Usage({
+    description: 'Summarise a recording: manifest, layout, step range, counts, drops, how it ended',
+    examples: [
+      ['Summarise a run', '$0 info runs/exp1'],
+      ['The same as JSON', '$0 info runs/exp1 --json'],
+    ],
+  });
+
+  run = Option.String({ name: 'run' });
+  json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
+
+  async exec(): Promise<number> {
+    const reader = RunReader.open(this.run);
+    const m = reader.manifest;
+    const files = reader.stepFiles();
+    const leftovers = reader.absorbedLeftovers();
+    const layout = reader.layout();
+    const steps = reader.view(['step']).steps;
+    let min = Infinity;
+    let max = -Infinity;
+    for (const s of steps) {
+      if (s < min) min = s;
+      if (s > max) max = s;
+    }
+    const columns = reader.stepTable().columns.map((c) => c.name);
+    const { events, skippedLines } = reader.eventsWithDiagnostics();
+    const byKind: Record<string, number> = {};
+    let dropped = 0;
+    for (const e of events) {
+      byKind[e.kind] = (byKind[e.kind] ?? 0) + 1;
+      if (e.kind === RECORDER_EVENT_KINDS.drops && typeof e.data.count === 'number') dropped += e.data.count;
+    }
+    const status = runStatus(events);
+    const last = events.at(-1) ?? null;
+    const lastWrite = reader.lastWriteMs();
+    const info = {
+      run_dir: reader.runDir,
+      manifest: m,
+      layout,
+      step_files: files.length,
+      absorbed_leftovers: leftovers,
+      bytes: files.reduce((a, f) => a + f.bytes, 0),
+      rows: steps.length,
+      first_step: steps.length ? min : null,
+      last_step: steps.length ? max : null,
+      columns,
+      events: events.length,
+      events_by_kind: byKind,
+      unreadable_event_lines: skippedLines,
+      dropped_steps: dropped,
+      bad_records: byKind[RECORDER_EVENT_KINDS.badRecord] ?? 0,
+      status: { state: status.state, summary: status.summary },
+      last_event: last,
+      last_write: lastWrite === null ? null : new Date(lastWrite).toISOString(),
+    };
+    if (this.json) {
+      this.context.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
+      return 0;
+    }
+    const kinds = Object.entries(byKind)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    const rows: Array<[string, string]> = [
+      ['run', `${m.run_id}  (${m.algorithm}${m.model_name ? `, ${m.model_name}` : ''}, world size ${m.world_size})`],
+      ['directory', reader.runDir],
+      ['created', m.created_at],
+      ['format', `schema_version ${m.schema_version}`],
+      ['layout', `${layout}: ${files.length} file${files.length === 1 ? '' : 's'}, ${bytes(info.bytes)}${leftovers ? `, ${leftovers} absorbed part(s) awaiting cleanup` : ''}`],
+      ['steps', steps.length ? `${min} … ${max}  (${steps.length} rows, ${columns.length} columns)` : 'none yet'],
+      ['status', status.summary],
+      ['events', `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
+      ['drops', dropped ? `${dropped} step records dropped (queue full)` : 'none'],
+      ['bad records', String(info.bad_records || 'none')],
+    ];
+    if (last) rows.push(['last event', `${isoSeconds(last.timestamp)}  ${last.kind}${last.step !== null ? ` @ step ${last.step}` : ''}  ${last.message}`]);
+    if (lastWrite !== null) rows.push(['last write', `${new Date(lastWrite).toISOString()} (${ago(Date.now() - lastWrite)})`]);
+    this.context.stdout.write(`${table(rows)}\n`);
+    return 0;
+  }
+}

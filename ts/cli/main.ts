@@ -1,0 +1,25 @@
+import { readFileSync } from 'node:fs';
+
+import { Builtins, Cli } from 'clipanion';
+import type { BaseContext } from 'clipanion';
+
+import { CompactCommand } from './commands/compact.js';
+import { EventsCommand } from './commands/events.js';
+import { InfoCommand } from './commands/info.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+export function buildCli(): Cli<BaseContext> {
+  const cli = new Cli({ binaryName: 'probe', binaryLabel: 'rlprobe', binaryVersion: pkg.version });
+  cli.register(Builtins.HelpCommand);
+  cli.register(Builtins.VersionCommand);
+  cli.register(InfoCommand);
+  cli.register(EventsCommand);
+  cli.register(CompactCommand);
+  return cli;
+}
+
+/** Runs the CLI and resolves to its exit code. */
+export async function main(argv: string[]): Promise<number> {
+  return buildCli().run(argv, Cli.defaultContext);
+}

@@ -1,0 +1,25 @@
+/**
+ * rlprobe: a crash-safe flight recorder for RL fine-tuning of language models.
+ *
+ *   const rec = new Recorder('runs/exp1', { algorithm: 'grpo' });
+ *   rec.logStep({ step, loss, reward_mean, kl_mean });
+ *   rec.close();
+ *
+ *   const run = RunReader.open('runs/exp1');
+ *   run.view().series('kl_mean');
+ */
+export { Recorder } from './recorder/recorder.js';
+export type { CloseSummary, EventOptions, RecorderCounters } from './recorder/recorder.js';
+export type { RecorderOptions } from './recorder/options.js';
+export { RunReader } from './reader/run-reader.js';
+export type { StepFileInfo, StepLayout } from './reader/run-reader.js';
+export { RunView } from './reader/run-view.js';
+export { compactRun } from './compact.js';
+export { RlprobeError } from './errors.js';
+export type { RlprobeErrorCode } from './errors.js';
+export { SCHEMA_VERSION, RunManifestSchema } from './schema/manifest.js';
+export type { RunManifest } from './schema/manifest.js';
+export { RunEventSchema } from './schema/event.js';
+export type { RunEvent } from './schema/event.js';
+export { STEP_FIELDS } from './schema/step-record.js';
+export type { StepRecord, StoredStepRecord } from './schema/step-record.js';

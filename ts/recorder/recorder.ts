@@ -1,0 +1,291 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+import { RlprobeError, native } from '../errors.js';
+import { NativeRecorder, writeFileAtomic } from '../native.js';
+import type { NativeCloseReport } from '../native.js';
+import { RECORDER_EVENT_KINDS } from '../schema/event.js';
+import { SCHEMA_VERSION } from '../schema/manifest.js';
+import type { RunManifest } from '../schema/manifest.js';
+import type { StepRecord } from '../schema/step-record.js';
+import { registerCrashHooks, unregisterCrashHooks } from './crash-hooks.js';
+import type { CrashHookTarget } from './crash-hooks.js';
+import { describeValue } from './describe-value.js';
+import { captureEnvironment } from './environment.js';
+import { resolveRecorderOptions } from './options.js';
+import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
+import { StepEncoder } from './step-encoder.js';
+
+export interface RecorderCounters {
+  /** Step records handed to `logStep`. */
+  logged: number;
+  /** Rows in published part files. */
+  written: number;
+  /** Refused by a full queue (or lost to a writer failure; see recorder_error events). */
+  dropped: number;
+  /** Malformed records, each with a bad_record event. */
+  bad: number;
+  /** Accepted, not yet published. `written + dropped + bad + pending == logged`. */
+  pending: number;
+  eventsWritten: number;
+  eventsDropped: number;
+}
+
+export interface CloseSummary {
+  counters: RecorderCounters;
+  compaction: { partsMerged: number; rows: number; bytes: number } | null;
+  /** The last error the writer met, if any (the recording is still readable). */
+  error: string | null;
+}
+
+export interface EventOptions {
+  step?: number | null;
+  message?: string;
+  data?: Record<string, unknown>;
+}
+
+/** Bounds for the crash paths: long enough to publish a part, short enough not to hang. */
+const CRASH_FLUSH_MS = 5000;
+const EXIT_CLOSE_MS = 15_000;
+
+const ZERO: RecorderCounters = { logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0 };
+
+function defaultRunId(): string {
+  const d = new Date();
+  const p = (n: number) => String(n).padStart(2, '0');
+  const stamp = `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`;
+  return `run-${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+function safeJson(data: unknown): string {
+  try {
+    const s = JSON.stringify(data ?? {}, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+    return s && s.startsWith('{') ? s : '{}';
+  } catch (error) {
+    return JSON.stringify({ unserializable: (error as Error).message });
+  }
+}
+
+/**
+ * Records a training run into a run directory (format: docs/recording-format.md).
+ *
+ * `logStep` is the hot path: it never throws, never blocks, never waits for IO and makes
+ * one native call. Everything else happens on the native writer thread.
+ *
+ * On a non-zero rank (from `rank` or the RANK variable) the recorder is inert unless
+ * `recordAllRanks` is set: nothing is written, no handlers are installed, every method
+ * is safe to call.
+ */
+export class Recorder implements CrashHookTarget {
+  /** The directory this recorder writes (`<runDir>/rank-NNN` for a non-zero rank). */
+  readonly runDir: string;
+  readonly options: Readonly<ResolvedRecorderOptions>;
+  /** False on an inert (non-recording) rank. */
+  readonly active: boolean;
+  private readonly native: NativeRecorder | null;
+  private readonly encoder: StepEncoder | null;
+  private closed = false;
+  private summary: CloseSummary | null = null;
+
+  constructor(runDir: string, options?: RecorderOptions) {
+    if (typeof runDir !== 'string' || runDir.length === 0) {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid runDir: expected a non-empty path (got ${JSON.stringify(runDir)})`);
+    }
+    this.options = resolveRecorderOptions(options);
+    const { rank, recordAllRanks } = this.options;
+    this.active = rank === 0 || recordAllRanks;
+    this.runDir = rank === 0 ? path.resolve(runDir) : path.join(path.resolve(runDir), `rank-${String(rank).padStart(3, '0')}`);
+    if (!this.active) {
+      this.native = null;
+      this.encoder = null;
+      return;
+    }
+    mkdirSync(this.runDir, { recursive: true });
+    const resumed = this.writeManifest();
+    const nativeRecorder = native(
+      () =>
+        new NativeRecorder({
+          runDir: this.runDir,
+          rank,
+          flushIntervalMs: this.options.flushIntervalMs,
+          flushSteps: this.options.flushSteps,
+          queueCapacity: this.options.queueCapacity,
+        }),
+    );
+    this.native = nativeRecorder;
+    this.encoder = new StepEncoder({
+      register: (key) => nativeRecorder.register(key),
+      bindScratch: (slots) => nativeRecorder.bindScratch(slots),
+    });
+    if (resumed) this.logEvent(RECORDER_EVENT_KINDS.resume, { message: 'recording resumed in an existing run directory' });
+    if (this.options.installHandlers) registerCrashHooks(this);
+  }
+
+  /** Writes manifest.json atomically; keeps an existing one (a resumed run). */
+  private writeManifest(): boolean {
+    const file = path.join(this.runDir, 'manifest.json');
+    if (existsSync(file)) return true;
+    const o = this.options;
+    const manifest: RunManifest = {
+      schema_version: SCHEMA_VERSION,
+      run_id: o.runId ?? defaultRunId(),
+      created_at: new Date().toISOString(),
+      algorithm: o.algorithm,
+      model_name: o.modelName,
+      world_size: o.worldSize,
+      trainer_config: o.trainerConfig,
+      environment: o.captureEnvironment ? captureEnvironment() : {},
+      notes: o.notes,
+      extra: o.rank === 0 ? {} : { rank: o.rank },
+    };
+    native(() => writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`));
+    return false;
+  }
+
+  /**
+   * Records one optimizer step. Never throws. A malformed record is dropped and a
+   * `bad_record` event names the field and the value; NaN and ±Inf are kept.
+   */
+  logStep(record: StepRecord): void {
+    const encoder = this.encoder;
+    if (encoder === null || this.closed) return;
+    let n: number;
+    try {
+      n = encoder.encode(record);
+    } catch (error) {
+      // a getter or proxy trap threw while we read the record
+      encoder.bad = { field: 'record', reason: `reading the record threw: ${(error as Error)?.message ?? String(error)}`, value: undefined };
+      n = -1;
+    }
+    try {
+      if (n < 0) this.reportBad(encoder);
+      else this.native!.push(n);
+    } catch {
+      // the native side never throws here; if it ever did, training still goes on
+    }
+  }
+
+  private reportBad(encoder: StepEncoder): void {
+    const { field, reason, value } = encoder.bad;
+    const shown = describeValue(value);
+    const message = value === undefined && reason !== 'missing'
+      ? `step record dropped: ${field}: ${reason}`
+      : `step record dropped: ${field}: ${reason}, got ${shown.type} ${shown.preview}`;
+    const line = this.eventLine(RECORDER_EVENT_KINDS.badRecord, encoder.badStep, message, {
+      field,
+      reason,
+      value_type: shown.type,
+      value_preview: shown.preview,
+    });
+    this.native!.reportBad(line);
+  }
+
+  private eventLine(kind: string, step: number | null | undefined, message: string, data: unknown): string {
+    const s = typeof step === 'number' && Number.isInteger(step) ? step : null;
+    return `{"timestamp":${Date.now() / 1000},"kind":${JSON.stringify(kind)},"step":${s},"rank":${this.options.rank},"message":${JSON.stringify(message)},"data":${safeJson(data)}}`;
+  }
+
+  /** Appends an event to events.jsonl (written as it arrives). Never throws. */
+  logEvent(kind: string, options: EventOptions = {}): void {
+    if (this.native === null || this.closed) return;
+    try {
+      const k = typeof kind === 'string' && kind.length > 0 ? kind : 'custom';
+      const message = typeof options.message === 'string' ? options.message : options.message === undefined ? '' : String(options.message);
+      this.native.logEvent(this.eventLine(k, options.step, message, options.data));
+    } catch {
+      // never throws
+    }
+  }
+
+  /** Publishes everything logged so far and fsyncs events; true when done within the timeout. */
+  flushSync(timeoutMs = 5000): boolean {
+    if (this.native === null || this.closed) return true;
+    return native(() => this.native!.flush(Math.max(0, Math.min(timeoutMs, 2 ** 31 - 1))));
+  }
+
+  get counters(): RecorderCounters {
+    if (this.native === null) return { ...ZERO };
+    if (this.summary) return { ...this.summary.counters };
+    return native(() => this.native!.counters());
+  }
+
+  /**
+   * Flushes, compacts the parts into steps.parquet, writes a `recorder_close` event and
+   * stops the writer. Idempotent. Blocks up to `closeTimeoutMs`.
+   */
+  close(): CloseSummary {
+    return this.closeWith(true, this.options.closeTimeoutMs, null);
+  }
+
+  private closeWith(compact: boolean, timeoutMs: number, finalEvent: string | null): CloseSummary {
+    if (this.native === null) return { counters: { ...ZERO }, compaction: null, error: null };
+    if (this.summary) return this.summary;
+    this.closed = true;
+    if (this.options.installHandlers) unregisterCrashHooks(this);
+    const c = this.native.counters();
+    this.native.logEvent(
+      finalEvent ??
+        this.eventLine(RECORDER_EVENT_KINDS.close, null, 'recorder closed', {
+          logged: c.logged,
+          dropped: c.dropped,
+          bad: c.bad,
+        }),
+    );
+    const report: NativeCloseReport = native(() => this.native!.close(compact, timeoutMs));
+    this.summary = {
+      counters: { ...report.counters },
+      compaction: report.compaction
+        ? { partsMerged: report.compaction.partsMerged, rows: report.compaction.rows, bytes: report.compaction.bytes }
+        : null,
+      error: report.error ?? null,
+    };
+    return this.summary;
+  }
+
+  // ---- crash hooks (see crash-hooks.ts); each is bounded and never throws
+
+  /** @internal */
+  onProcessExit(code: number): void {
+    if (this.closed || this.native === null) return;
+    try {
+      const c = this.native.counters();
+      this.closeWith(true, EXIT_CLOSE_MS, this.eventLine(RECORDER_EVENT_KINDS.processExit, null, `process exiting with code ${code}`, {
+        code,
+        logged: c.logged,
+        dropped: c.dropped,
+        bad: c.bad,
+      }));
+    } catch {
+      // the process is exiting: nothing left to do
+    }
+  }
+
+  /** @internal */
+  onCrash(error: unknown, origin: string): void {
+    if (this.closed || this.native === null) return;
+    try {
+      const e = error instanceof Error ? error : null;
+      const message = e ? `${e.name}: ${e.message}` : `non-error thrown: ${describeValue(error).preview}`;
+      this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.crash, null, message, {
+        origin,
+        name: e?.name ?? typeof error,
+        stack: e?.stack ?? null,
+      }));
+      this.native.flush(CRASH_FLUSH_MS);
+    } catch {
+      // never throws from a crash path
+    }
+  }
+
+  /** @internal */
+  onSignal(signal: NodeJS.Signals): void {
+    if (this.closed || this.native === null) return;
+    try {
+      this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.signal, null, `received ${signal}`, { signal }));
+      this.native.flush(CRASH_FLUSH_MS);
+    } catch {
+      // never throws from a signal handler
+    }
+  }
+}
