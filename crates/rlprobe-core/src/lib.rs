@@ -10,6 +10,7 @@
 //! - `steps_files`: which files hold a run's steps (reads each step once)
 //! - `compact`: atomic, crash-safe compaction of part files
 //! - `events`: the append-only events.jsonl
+//! - `synth`: a realistic synthetic step table for benchmarks
 
 pub mod atomic;
 pub mod compact;
@@ -21,6 +22,7 @@ pub mod props;
 pub mod ring;
 pub mod schema;
 pub mod steps_files;
+pub mod synth;
 pub mod table;
 pub mod writer;
 
