@@ -48,9 +48,10 @@ async function runChild(runDir: string, s: Scenario, disabled: boolean): Promise
 }
 
 /** Runs the scenario with and without rlprobe (in parallel) and checks they end alike. */
-async function runBoth(s: Scenario): Promise<{ runDir: string; withProbe: Outcome; without: Outcome; cleanup: () => void }> {
+async function runBoth(s: Scenario, cleanups: (() => void)[]): Promise<{ runDir: string; withProbe: Outcome; without: Outcome }> {
   const probeTmp = freshTempDir('exit');
   const plainTmp = freshTempDir('exit-plain');
+  cleanups.push(probeTmp.cleanup, plainTmp.cleanup);
   const runDir = path.join(probeTmp.dir, 'run');
   const plainDir = path.join(plainTmp.dir, 'run');
   const [withProbe, without] = await Promise.all([runChild(runDir, s, false), runChild(plainDir, s, true)]);
@@ -60,15 +61,17 @@ async function runBoth(s: Scenario): Promise<{ runDir: string; withProbe: Outcom
     without.exit,
     `with rlprobe the process must end exactly as without it\n--- with rlprobe ---\n${withProbe.child.describe()}\n--- without ---\n${without.child.describe()}`,
   );
-  return {
-    runDir,
-    withProbe,
-    without,
-    cleanup: () => {
-      probeTmp.cleanup();
-      plainTmp.cleanup();
-    },
-  };
+  return { runDir, withProbe, without };
+}
+
+/** Temp dirs are removed even when the test fails (set RLPROBE_KEEP_TMP=1 to keep them). */
+async function withCleanup(body: (cleanups: (() => void)[]) => Promise<void>): Promise<void> {
+  const cleanups: (() => void)[] = [];
+  try {
+    await body(cleanups);
+  } finally {
+    for (const c of cleanups) c();
+  }
 }
 
 interface Expect {
@@ -202,8 +205,8 @@ const CASES: Case[] = [
 
 describe('exit paths: one recorder', () => {
   for (const c of CASES) {
-    test(c.name, { timeout: TEST_TIMEOUT }, async () => {
-      const { runDir, withProbe, without, cleanup } = await runBoth(c);
+    test(c.name, { timeout: TEST_TIMEOUT }, () => withCleanup(async (cleanups) => {
+      const { runDir, withProbe, without } = await runBoth(c, cleanups);
       const context = withProbe.child.describe();
       // the same as without rlprobe (checked in runBoth) and the documented Node behaviour
       assert.deepEqual(without.exit, c.exit, `baseline without rlprobe\n${without.child.describe()}`);
@@ -217,8 +220,7 @@ describe('exit paths: one recorder', () => {
         assert.ok(withProbe.child.lines.includes('user-handler'), `the user's handler ran\n${context}`);
       }
       checkRecording(runDir, { ...c, steps: STEPS + (c.extraSteps ?? 0) }, context);
-      cleanup();
-    });
+    }));
   }
 });
 
@@ -249,13 +251,12 @@ describe('exit paths: two recorders share the process hooks', () => {
     { name: 'SIGTERM', ending: 'wait', signal: 'SIGTERM', exit: { code: null, signal: 'SIGTERM' }, kinds: ['checkpoint', 'signal'], layout: 'readable' },
   ];
   for (const c of TWO) {
-    test(c.name, { timeout: TEST_TIMEOUT }, async () => {
-      const { runDir, withProbe, cleanup } = await runBoth({ ...c, recorders: 2 });
+    test(c.name, { timeout: TEST_TIMEOUT }, () => withCleanup(async (cleanups) => {
+      const { runDir, withProbe } = await runBoth({ ...c, recorders: 2 }, cleanups);
       assert.deepEqual(withProbe.exit, c.exit, withProbe.child.describe());
       for (const sub of ['rec-0', 'rec-1']) {
         checkRecording(path.join(runDir, sub), { ...c, steps: STEPS }, withProbe.child.describe());
       }
-      cleanup();
-    });
+    }));
   }
 });

@@ -94,9 +94,15 @@ function checkRun(dir: string, atLeast: number, where: string): RunState {
 
 /** What a kill left behind, for the test's diagnostics (evidence of where kills landed). */
 function leftBehind(dir: string, layout: string): string {
-  const temps = (d: string) => (existsSync(d) ? readdirSync(d).filter((n) => n.includes('.tmp-')).length : 0);
-  const t = temps(dir) + temps(path.join(dir, 'steps'));
-  return `${layout}${t ? `, ${t} temp file(s)` : ''}`;
+  const temps = (d: string, prefix: string) => (existsSync(d) ? readdirSync(d).filter((n) => n.startsWith(prefix) && n.includes('.tmp-')).length : 0);
+  const notes = [layout];
+  const partTemps = temps(path.join(dir, 'steps'), '.part-');
+  const compactionTemps = temps(dir, '.steps');
+  const leftovers = RunReader.open(dir).absorbedLeftovers();
+  if (partTemps) notes.push(`${partTemps} part temp`);
+  if (compactionTemps) notes.push(`${compactionTemps} steps.parquet temp (killed mid-compaction)`);
+  if (leftovers) notes.push(`${leftovers} absorbed parts not yet unlinked (killed mid-compaction)`);
+  return notes.join(', ');
 }
 
 /** checkRun, then compactRun and the same invariants on the compacted run. */
@@ -156,13 +162,13 @@ async function killOnce(i: number, mode: Mode, rand: () => number): Promise<stri
       const k = checkThenCompact(runDir, lastFlushed(child.lines), label, notes);
       return `${label}: ${k} steps survived (last "flushed" ${lastFlushed(child.lines)}), left ${notes.join('')}`;
     } catch (error) {
-      (error as Error).message += `\n${label}; run kept at ${runDir}\n${child.describe()}`;
+      (error as Error).message += `\n${label}; run at ${runDir} (kept with RLPROBE_KEEP_TMP=1)\n${child.describe()}`;
       throw error;
     }
   } finally {
     if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
     await child.exited.catch(() => undefined);
-    if (!process.env.RLPROBE_KEEP_TMP) tmp.cleanup();
+    tmp.cleanup(); // kept when RLPROBE_KEEP_TMP is set
   }
 }
 
@@ -222,8 +228,9 @@ function compactKilledBeforeUnlink(runDir: string): void {
 }
 
 describe('interrupted compactions', () => {
-  test('two SIGKILLed sessions, each followed by a compaction killed before it unlinked the parts', { timeout: 120_000 }, async () => {
+  test('two SIGKILLed sessions, each followed by a compaction killed before it unlinked the parts', { timeout: 120_000 }, async (t) => {
     const tmp = freshTempDir('sigkill-compact');
+    t.after(tmp.cleanup);
     const runDir = path.join(tmp.dir, 'run');
     const session = async (from: number, to: number) => {
       const child = spawnChild(CHILD, [runDir, 'range', String(from), String(to)]);
@@ -248,6 +255,5 @@ describe('interrupted compactions', () => {
     const done = checkRun(runDir, 250, 'compacted');
     assert.equal(done.steps.length, 250);
     assert.equal(done.layout, 'compacted');
-    tmp.cleanup();
   });
 });

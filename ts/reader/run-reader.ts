@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
@@ -101,14 +101,37 @@ export class RunReader {
     return new RunView(this.stepTable(columns?.includes('step') ? columns : columns && ['step', ...columns]));
   }
 
-  /** Events in file order; a torn or garbage line is skipped. */
+  /** Sub-recordings of non-zero ranks (`rank-NNN/` with a manifest), in rank order. */
+  rankDirs(): string[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.runDir);
+    } catch {
+      return [];
+    }
+    return names
+      .filter((n) => /^rank-\d+$/.test(n) && existsSync(path.join(this.runDir, n, 'manifest.json')))
+      .sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)))
+      .map((n) => path.join(this.runDir, n));
+  }
+
+  /**
+   * Events of every rank (rank-attributed), ordered by time; a torn or garbage line is
+   * skipped.
+   */
   events(): RunEvent[] {
-    return readEventsFile(path.join(this.runDir, 'events.jsonl')).events;
+    return this.eventsWithDiagnostics().events;
   }
 
   /** Events plus how many lines were skipped as unreadable. */
   eventsWithDiagnostics(): ReturnType<typeof readEventsFile> {
-    return readEventsFile(path.join(this.runDir, 'events.jsonl'));
+    const own = readEventsFile(path.join(this.runDir, 'events.jsonl'));
+    const ranks = this.rankDirs();
+    if (ranks.length === 0) return own;
+    const all = [own, ...ranks.map((d) => readEventsFile(path.join(d, 'events.jsonl')))];
+    // stable sort: events with equal timestamps keep their file order
+    const events = all.flatMap((r) => r.events).sort((a, b) => a.timestamp - b.timestamp);
+    return { events, skippedLines: all.reduce((n, r) => n + r.skippedLines, 0) };
   }
 
   /** Last modification time of any step or event file (ms since epoch), or null. */

@@ -58,7 +58,9 @@ function onSignal(signal: NodeJS.Signals): void {
 function install(): void {
   process.on('exit', onExit);
   process.on('uncaughtExceptionMonitor', onUncaught);
-  for (const s of SIGNALS) process.on(s, onSignal);
+  // First in line: when we run, a user's `once` listener has not been consumed yet, so
+  // listenerCount still tells us whether someone else handles the signal.
+  for (const s of SIGNALS) process.prependListener(s, onSignal);
   installed = true;
 }
 

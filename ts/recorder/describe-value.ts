@@ -6,10 +6,11 @@ import { VALUE_PREVIEW_CHARS } from './limits.js';
  */
 export function describeValue(value: unknown): { type: string; preview: string } {
   let type: string = typeof value;
-  if (value === null) type = 'null';
-  else if (Array.isArray(value)) type = 'array';
   let preview: string;
   try {
+    // inside the try: Array.isArray throws on a revoked Proxy
+    if (value === null) type = 'null';
+    else if (Array.isArray(value)) type = 'array';
     if (typeof value === 'string') {
       preview = value.length > VALUE_PREVIEW_CHARS
         ? `${JSON.stringify(value.slice(0, VALUE_PREVIEW_CHARS))}… (${value.length} chars)`
@@ -31,4 +32,21 @@ export function describeValue(value: unknown): { type: string; preview: string }
   }
   if (preview.length > VALUE_PREVIEW_CHARS + 40) preview = `${preview.slice(0, VALUE_PREVIEW_CHARS)}…`;
   return { type, preview };
+}
+
+/** A bounded, never-throwing text for anything thrown (getters may throw non-Errors). */
+export function describeThrown(error: unknown): string {
+  let text: string;
+  try {
+    const message = error instanceof Error ? error.message : undefined;
+    text = typeof message === 'string' ? message : describeValue(error).preview;
+  } catch {
+    text = '<unprintable thrown value>';
+  }
+  return clip(text, VALUE_PREVIEW_CHARS * 2);
+}
+
+/** Cuts `text` to `max` characters, saying how long it was. */
+export function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text;
 }

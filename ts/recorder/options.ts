@@ -59,8 +59,8 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
 function envInt(name: string): number | undefined {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) {
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n)) {
     throw new RlprobeError('RLPROBE_INVALID_OPTION', `environment variable ${name}=${JSON.stringify(raw)} is not a non-negative integer`);
   }
   return n;

@@ -11,7 +11,7 @@ import type { RunManifest } from '../schema/manifest.js';
 import type { StepRecord } from '../schema/step-record.js';
 import { registerCrashHooks, unregisterCrashHooks } from './crash-hooks.js';
 import type { CrashHookTarget } from './crash-hooks.js';
-import { describeValue } from './describe-value.js';
+import { clip, describeThrown, describeValue } from './describe-value.js';
 import { captureEnvironment } from './environment.js';
 import { resolveRecorderOptions } from './options.js';
 import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
@@ -155,19 +155,27 @@ export class Recorder implements CrashHookTarget {
       n = encoder.encode(record);
     } catch (error) {
       // a getter or proxy trap threw while we read the record
-      encoder.bad = { field: 'record', reason: `reading the record threw: ${(error as Error)?.message ?? String(error)}`, value: undefined };
+      encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
       n = -1;
     }
     try {
       if (n < 0) this.reportBad(encoder);
       else this.native!.push(n);
     } catch {
-      // the native side never throws here; if it ever did, training still goes on
+      // neither throws by design; should one ever, the record is still accounted for
+      try {
+        this.native!.reportBad(this.eventLine(RECORDER_EVENT_KINDS.badRecord, null, 'step record dropped: unreportable', { field: 'record' }));
+      } catch {
+        // training goes on
+      }
     }
   }
 
   private reportBad(encoder: StepEncoder): void {
-    const { field, reason, value } = encoder.bad;
+    // field names and reasons come from user data too: bound them like values
+    const field = clip(encoder.bad.field, 200);
+    const reason = clip(encoder.bad.reason, 300);
+    const value = encoder.bad.value;
     const shown = describeValue(value);
     const message = value === undefined && reason !== 'missing'
       ? `step record dropped: ${field}: ${reason}`

@@ -99,6 +99,8 @@ export class StepEncoder {
         id = cache.ids[i];
         kind = cache.kinds[i];
       } else {
+        // a value no column could hold must not create one (names would pile up)
+        if (typeof value !== 'number' && key !== 'kl_positional') return this.refuse(key, 'expected a number', value);
         id = this.idOf(key, key);
         if (id < 0) return -1;
         kind = this.knownKinds[id];
@@ -113,7 +115,9 @@ export class StepEncoder {
         continue;
       }
       if (typeof value !== 'number') return this.refuse(key, 'expected a number', value);
-      if (kind === I64 && !Number.isInteger(value)) return this.refuse(key, 'expected an integer count', value);
+      if (kind === I64 && !(Number.isInteger(value) && Math.abs(value) <= MAX_SAFE)) {
+        return this.refuse(key, 'expected an integer count (at most 2^53-1)', value);
+      }
       if (n + 2 > slots.length && !this.grow(n + 2)) return this.refuse(key, 'record too large', value);
       this.slots[n] = id;
       this.slots[n + 1] = value;
@@ -135,6 +139,7 @@ export class StepEncoder {
       if (cache.keys[i] === key) {
         id = cache.ids[i];
       } else {
+        if (typeof value !== 'number') return this.refuse(`${field}.${key}`, 'expected a number', value);
         id = this.idOf(prefix + key, `${field}.${key}`);
         if (id < 0) return -1;
         cache.keys[i] = key;

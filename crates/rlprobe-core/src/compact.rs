@@ -104,8 +104,15 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
             schemas.push(arrow_schema(s.file.try_clone()?)?);
         }
         let schema = union_schema(&schemas)?;
-        let names: Vec<String> =
-            parts.iter().map(|s| s.path.file_name().unwrap().to_string_lossy().to_string()).collect();
+        // Also list the leftovers of an earlier interrupted compaction: the old
+        // steps.parquet held them, this one does too, and they are only deleted after the
+        // rename below. Forgetting them would make them look new if we die in between.
+        let names: Vec<String> = parts
+            .iter()
+            .map(|s| &s.path)
+            .chain(sources.absorbed_leftovers.iter())
+            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
         let metadata = vec![
             KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
             KeyValue::new(META_NEXT_PART.to_string(), sources.next_part.to_string()),

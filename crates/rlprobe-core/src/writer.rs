@@ -435,18 +435,18 @@ impl WriterThread {
 
     fn drain(&mut self) {
         while self.consumer.pop_into(&mut self.record) {
-            if let Err(first) = self.batch.append(&self.record, &self.registry) {
+            if self.batch.append(&self.record, &self.registry).is_err() {
                 // maybe a column registered after our snapshot: refresh once and retry
                 self.registry = self.shared.registry.read().unwrap_or_else(|p| p.into_inner()).clone();
-                if self.batch.append(&self.record, &self.registry).is_err() {
+                if let Err(reason) = self.batch.append(&self.record, &self.registry) {
                     bump(&self.shared.counters.bad_decoded, 1);
                     let step = self.record.first().copied().unwrap_or(f64::NAN);
                     let line = event_line(
                         "bad_record",
                         (step >= 0.0 && step.fract() == 0.0).then_some(step as i64),
                         self.shared.rank,
-                        &format!("step record dropped by the writer: {first}"),
-                        "{}",
+                        &format!("step record dropped by the writer: {reason}"),
+                        &format!("{{\"field\":\"record\",\"reason\":{}}}", crate::events::json_string(&reason)),
                     );
                     let _ = self.shared.write_events(Some(&line));
                 }
@@ -467,12 +467,22 @@ impl WriterThread {
         let rows = table.rows as u64;
         let dir = self.opts.run_dir.join(STEPS_PARTS_DIR);
         let name = part_name(self.next_part);
-        let result = std::fs::create_dir_all(&dir).and_then(|()| {
+        let write = || {
+            std::fs::create_dir_all(&dir)?;
             publish(&dir, &name, |file| {
                 let file = write_table(file, &table, Codec::default(), Vec::new())?;
                 Ok(((), file))
             })
-        });
+        };
+        // A compaction removes an empty steps/ directory; if it does so between our
+        // create_dir_all and the temporary's creation, simply try again.
+        let mut result = write();
+        for _ in 0..3 {
+            match &result {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => result = write(),
+                _ => break,
+            }
+        }
         match result {
             Ok(()) => {
                 self.next_part += 1;
@@ -495,7 +505,7 @@ impl WriterThread {
                 "recorder_drops",
                 None,
                 self.shared.rank,
-                &format!("{new} step records dropped: the queue was full ({total} in total)"),
+                &format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
                 &format!("{{\"count\":{new},\"total\":{total}}}"),
             );
             let _ = self.shared.write_events(Some(&line));

@@ -221,3 +221,28 @@ fn flush_interval_publishes_without_reaching_the_step_count() {
     assert_eq!(rec.counters().written, 1);
     rec.close(false, Duration::from_secs(10)).unwrap();
 }
+
+#[test]
+fn two_interrupted_compactions_never_double_count() {
+    let dir = tempdir("twice");
+    let save_parts = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().into_iter().map(|(_, p)| (p.clone(), fs::read(&p).unwrap())).collect()
+    };
+    let restore = |saved: &[(PathBuf, Vec<u8>)]| {
+        for (p, bytes) in saved {
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, bytes).unwrap();
+        }
+    };
+    write_part(&dir, 0, &part_table(0..10, "a"));
+    let first = save_parts(&dir);
+    compact_steps(&dir).unwrap();
+    restore(&first); // died before deleting part 0
+    write_part(&dir, 1, &part_table(10..20, "a"));
+    let second = save_parts(&dir);
+    compact_steps(&dir).unwrap();
+    restore(&second); // died again before deleting parts 0 and 1
+    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..20).collect::<Vec<_>>());
+    compact_steps(&dir).unwrap();
+    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..20).collect::<Vec<_>>());
+}
