@@ -9,16 +9,28 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** A recorder's native half. Owned by one JS thread (the only producer of its queue). */
+/** A recorder's native half: owns the handle of its thread-local slot. */
 export declare class NativeRecorder {
   constructor(options: NativeRecorderOptions)
+  /** The handle `pushStep` takes. */
+  get handle(): number
   /** Hands over the encoder's slot buffer (again whenever the encoder grows it). */
   bindScratch(scratch: Float64Array): void
   /**
-   * The hot path: enqueue the record encoded in the first `len` slots of the scratch
-   * buffer. Returns false when the record was dropped (full queue).
+   * The step queue's memory as a Float64Array (header + slots, see ring.rs): the JS
+   * encoder writes records into it directly. Where the runtime copies instead of
+   * sharing external memory, `ringMagic` will not see what JS wrote, and the recorder
+   * falls back to `pushStep`.
    */
-  push(len: number): boolean
+  sharedRing(): Float64Array
+  /** The magic word of the ring header as Rust sees it (the sharing check). */
+  ringMagic(): number
+  /** Wakes the writer thread (the JS producer calls this every `wakeEvery` records). */
+  wake(): void
+  /** Records per wake-up. */
+  wakeEvery(): number
+  /** The queue's bound in records. */
+  ringMaxRecords(): number
   /** The column id for a record key; unknown top-level keys map to `extra.<key>`. */
   register(key: string): NativeColumnId
   /** A record the encoder refused: counted, and its `bad_record` event queued. */
@@ -113,6 +125,13 @@ export interface NativeStepTable {
   rows: number
   columns: Array<NativeColumn>
 }
+
+/**
+ * Typed declaration of `pushStep` (so the loader and the .d.ts export it). At load time
+ * `register_raw_exports` replaces it with `push_step_raw`, same behaviour, a tenth of the
+ * call cost.
+ */
+export declare function pushStep(handle: number, len: number): void
 
 /** Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`. */
 export declare function readSteps(runDir: string, columns?: Array<string> | undefined | null): NativeStepTable

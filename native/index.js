@@ -773,10 +773,11 @@ if (
   }
 }
 
-const { NativeRecorder, compactRun, debugPanic, readSteps, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
+const { NativeRecorder, compactRun, debugPanic, pushStep, readSteps, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { compactRun }
 export { debugPanic }
+export { pushStep }
 export { readSteps }
 export { stepFieldSpecs }
 export { stepFiles }

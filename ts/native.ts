@@ -4,6 +4,7 @@
  */
 export {
   NativeRecorder,
+  pushStep,
   compactRun,
   readSteps,
   stepFiles,

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { NativeRecorder, writeFileAtomic } from '../native.js';
+import { NativeRecorder, pushStep, writeFileAtomic } from '../native.js';
 import type { NativeCloseReport } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { SCHEMA_VERSION } from '../schema/manifest.js';
@@ -15,6 +15,7 @@ import { clip, describeThrown, describeValue } from './describe-value.js';
 import { captureEnvironment } from './environment.js';
 import { resolveRecorderOptions } from './options.js';
 import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
+import { F64_MAGIC, RingWriter } from './ring-writer.js';
 import { StepEncoder } from './step-encoder.js';
 
 export interface RecorderCounters {
@@ -58,6 +59,21 @@ function defaultRunId(): string {
   return `run-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
+/** Room reserved per record on the fast path; larger records take the checked path. */
+const FAST_RECORD_SLOTS = 512;
+
+/**
+ * The ring's memory shared with the writer thread, or null where the runtime copies
+ * external memory instead of sharing it (then `pushStep` carries each record).
+ */
+function sharedRing(nativeRecorder: NativeRecorder): RingWriter | null {
+  const memory = nativeRecorder.sharedRing();
+  const probe = Math.random() + 1;
+  memory[F64_MAGIC] = probe;
+  if (nativeRecorder.ringMagic() !== probe) return null;
+  return new RingWriter(memory, nativeRecorder.ringMaxRecords());
+}
+
 function safeJson(data: unknown): string {
   try {
     const s = JSON.stringify(data ?? {}, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -84,7 +100,13 @@ export class Recorder implements CrashHookTarget {
   /** False on an inert (non-recording) rank. */
   readonly active: boolean;
   private readonly native: NativeRecorder | null;
+  /** The queue's memory, written directly by `logStep`; null where it cannot be shared. */
+  private readonly ring: RingWriter | null;
+  /** The native recorder's handle for `pushStep` (the fallback when `ring` is null). */
+  private readonly handle: number;
   private readonly encoder: StepEncoder | null;
+  private readonly wakeEvery: number;
+  private sinceWake = 0;
   private closed = false;
   private summary: CloseSummary | null = null;
 
@@ -98,7 +120,10 @@ export class Recorder implements CrashHookTarget {
     this.runDir = rank === 0 ? path.resolve(runDir) : path.join(path.resolve(runDir), `rank-${String(rank).padStart(3, '0')}`);
     if (!this.active) {
       this.native = null;
+      this.ring = null;
+      this.handle = -1;
       this.encoder = null;
+      this.wakeEvery = 0;
       return;
     }
     mkdirSync(this.runDir, { recursive: true });
@@ -114,6 +139,9 @@ export class Recorder implements CrashHookTarget {
         }),
     );
     this.native = nativeRecorder;
+    this.handle = nativeRecorder.handle;
+    this.ring = native(() => sharedRing(nativeRecorder));
+    this.wakeEvery = native(() => nativeRecorder.wakeEvery());
     this.encoder = new StepEncoder({
       register: (key) => nativeRecorder.register(key),
       bindScratch: (slots) => nativeRecorder.bindScratch(slots),
@@ -150,6 +178,10 @@ export class Recorder implements CrashHookTarget {
   logStep(record: StepRecord): void {
     const encoder = this.encoder;
     if (encoder === null || this.closed) return;
+    if (this.ring !== null) {
+      this.logStepToRing(record, encoder, this.ring);
+      return;
+    }
     let n: number;
     try {
       n = encoder.encode(record);
@@ -160,11 +192,67 @@ export class Recorder implements CrashHookTarget {
     }
     try {
       if (n < 0) this.reportBad(encoder);
-      else this.native!.push(n);
+      else pushStep(this.handle, n);
     } catch {
       // neither throws by design; should one ever, the record is still accounted for
       try {
         this.native!.reportBad(this.eventLine(RECORDER_EVENT_KINDS.badRecord, null, 'step record dropped: unreportable', { field: 'record' }));
+      } catch {
+        // training goes on
+      }
+    }
+  }
+
+  /**
+   * The hot path: reserve room in the shared ring, encode straight into it (compiled shape),
+   * stamp the time, publish. The checked encoder (and a copy) only for a new shape or a
+   * bad record. `logged` is counted exactly once on every branch.
+   */
+  private logStepToRing(record: StepRecord, encoder: StepEncoder, ring: RingWriter): void {
+    try {
+      const limit = FAST_RECORD_SLOTS;
+      let offset = ring.reserve(limit);
+      if (offset < 0) {
+        ring.countLogged();
+        ring.countDropped();
+        return;
+      }
+      let n = record !== null && typeof record === 'object' ? encoder.encodeFast(record, ring.f64, offset + 1, limit) : -1;
+      if (n < 0) {
+        try {
+          n = encoder.encodeChecked(record);
+        } catch (error) {
+          // a getter or proxy trap threw while we read the record
+          encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
+          n = -1;
+        }
+        if (n < 0) {
+          this.reportBad(encoder); // counts logged and bad natively
+          return;
+        }
+        if (n > limit) {
+          offset = ring.reserve(n);
+          if (offset < 0) {
+            ring.countLogged();
+            ring.countDropped();
+            return;
+          }
+        }
+        ring.f64.set(encoder.scratch.subarray(0, n), offset + 1);
+      }
+      const f64 = ring.f64;
+      if (f64[offset + 2] !== f64[offset + 2]) f64[offset + 2] = Date.now() / 1000; // NaN: no timestamp given
+      ring.countLogged();
+      ring.commit(offset, n);
+      if (++this.sinceWake >= this.wakeEvery) {
+        this.sinceWake = 0;
+        this.native!.wake();
+      }
+    } catch (error) {
+      // a getter that threw on the fast path: let the checked path name it
+      try {
+        encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
+        this.reportBad(encoder);
       } catch {
         // training goes on
       }

@@ -2,19 +2,22 @@
  * Encodes a step record into the reusable slot buffer the native queue reads
  * (layout: crates/rlprobe-core/src/encoding.rs).
  *
- * This is the hot path. In steady state it allocates nothing: keys are matched against the
- * previous record's key order by identity (property names are interned strings, so this
- * is a pointer compare), and only a new key costs a Map lookup and, the first time ever, a
- * native registration. Validation happens here because this is where each field is read
- * anyway; a bad field makes `encode` return -1 and leaves the reason in `bad`.
+ * Two paths:
+ * - the checked path walks any record, registers new columns and, when a field is bad,
+ *   says which and why (`bad`);
+ * - the fast path: after a record encodes cleanly, its key layout is compiled into a
+ *   function with one constant-name property load per field (monomorphic, ~1 ns each) and
+ *   column ids baked in (see shape-compiler.ts). A later record with the same number of
+ *   keys tries the compiled shapes first; any surprise (a missing key, a non-number, a
+ *   nested dict of another shape) makes it bail to the checked path, which has the final
+ *   word. Steady state allocates nothing.
  */
 
 import { MAX_LIST_LEN, MAX_SLOTS } from './limits.js';
+import { compileShape, MAX_SHAPES } from './shape-compiler.js';
+import type { CompiledShape, ShapeField } from './shape-compiler.js';
 
 export type ColumnKind = 'f64' | 'i64' | 'list_f64';
-const F64 = 0;
-const I64 = 1;
-const LIST = 2;
 
 export interface ColumnRegistrar {
   /** Column id and kind for a key (top-level, or `reward_component.x` / `extra.x`). */
@@ -31,23 +34,16 @@ export interface BadField {
 }
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-
-/** Ids of one object's keys, cached in the order the last record listed them. */
-class KeyCache {
-  keys: string[] = [];
-  ids: number[] = [];
-  kinds: number[] = [];
-}
+const DICT_PREFIX = { reward_components: 'reward_component.', extra: 'extra.' } as const;
 
 export class StepEncoder {
   private slots: Float64Array;
   private readonly registrar: ColumnRegistrar;
-  /** Full column key → id/kind (the slow path behind the caches). */
-  private readonly known = new Map<string, number>();
-  private readonly knownKinds: number[] = [];
-  private readonly top = new KeyCache();
-  private readonly components = new KeyCache();
-  private readonly extras = new KeyCache();
+  /** Column key (`loss`, `extra.x`, `reward_component.y`) → id and kind. */
+  private readonly columns = new Map<string, { id: number; kind: ColumnKind }>();
+  /** Compiled shapes by their top-level key count. */
+  private readonly shapesByKeyCount = new Map<number, CompiledShape[]>();
+  private shapeCount = 0;
   /** Set when `encode` returns -1. */
   bad: BadField = { field: '', reason: '', value: undefined };
   /** The record's step when it was readable (for the bad_record event), else null. */
@@ -59,105 +55,117 @@ export class StepEncoder {
     registrar.bindScratch(this.slots);
   }
 
-  /** Encodes `record`; returns the number of slots used, or -1 (see `bad`). */
-  encode(record: unknown): number {
-    this.badStep = null;
+  /** The reusable buffer `encode` and `encodeChecked` write to. */
+  get scratch(): Float64Array {
+    return this.slots;
+  }
+
+  /**
+   * The fast path: tries the compiled shapes with this record's key count, writing at
+   * `target[offset…]` within `limit` slots. Returns the length, or -1 when no shape fits
+   * (not a verdict on the record: run `encodeChecked`).
+   */
+  encodeFast(record: object, target: Float64Array, offset: number, limit: number): number {
+    let keys = 0;
+    for (const _ in record) keys++;
+    const shapes = this.shapesByKeyCount.get(keys);
+    if (shapes === undefined) return -1;
+    for (let i = 0; i < shapes.length; i++) {
+      const shape = shapes[i];
+      if (shape.fixedSlots > limit) continue;
+      const n = shape.encode(record, target, offset, limit);
+      if (n >= 0) return n;
+    }
+    return -1;
+  }
+
+  /**
+   * The checked path into `scratch`: any value, precise refusal (-1, see `bad`). A record
+   * it accepts teaches the fast path its shape.
+   */
+  encodeChecked(record: unknown): number {
     if (record === null || typeof record !== 'object') {
+      this.badStep = null;
       return this.refuse('record', 'expected an object', record);
     }
-    const r = record as Record<string, unknown>;
+    const n = this.encodeCheckedObject(record as Record<string, unknown>);
+    if (n >= 0) {
+      let keys = 0;
+      for (const _ in record) keys++;
+      this.learnShape(record as Record<string, unknown>, keys);
+    }
+    return n;
+  }
+
+  /** Encodes `record` into `scratch`; returns the number of slots used, or -1 (see `bad`). */
+  encode(record: unknown): number {
+    if (record !== null && typeof record === 'object') {
+      const n = this.encodeFast(record, this.slots, 0, this.slots.length);
+      if (n >= 0) return n;
+    }
+    return this.encodeChecked(record);
+  }
+
+  /** The checked path: any record, precise refusal. */
+  private encodeCheckedObject(r: Record<string, unknown>): number {
+    this.badStep = null;
     const step = r.step;
     if (typeof step !== 'number' || !Number.isInteger(step) || step < 0 || step > MAX_SAFE) {
       return this.refuse('step', step === undefined ? 'missing' : 'expected a non-negative integer', step);
     }
     this.badStep = step;
-    const slots = this.slots;
-    slots[0] = step;
-    slots[1] = NaN;
+    this.slots[0] = step;
+    this.slots[1] = NaN;
     let n = 2;
-    let i = 0;
-    const cache = this.top;
     for (const key in r) {
       const value = r[key];
-      if (key === 'step') continue;
-      if (value === undefined || value === null) continue;
+      if (key === 'step' || value === undefined || value === null) continue;
       if (key === 'timestamp') {
         if (typeof value !== 'number' || !Number.isFinite(value)) {
           return this.refuse('timestamp', 'expected finite Unix seconds', value);
         }
-        slots[1] = value;
-        continue;
-      }
-      if (key === 'reward_components' || key === 'extra') {
+        this.slots[1] = value;
+      } else if (key === 'reward_components' || key === 'extra') {
         n = this.encodeDict(key, value, n);
-        if (n < 0) return -1;
-        continue;
-      }
-      let id: number;
-      let kind: number;
-      if (cache.keys[i] === key) {
-        id = cache.ids[i];
-        kind = cache.kinds[i];
+      } else if (key === 'kl_positional') {
+        const col = this.column(key, key);
+        n = col === null ? -1 : this.encodeList(key, col.id, value, n);
       } else {
-        // a value no column could hold must not create one (names would pile up)
-        if (typeof value !== 'number' && key !== 'kl_positional') return this.refuse(key, 'expected a number', value);
-        id = this.idOf(key, key);
-        if (id < 0) return -1;
-        kind = this.knownKinds[id];
-        cache.keys[i] = key;
-        cache.ids[i] = id;
-        cache.kinds[i] = kind;
+        // check the value before registering: a bad value must not create a column
+        if (typeof value !== 'number') return this.refuse(key, 'expected a number', value);
+        const col = this.column(key, key);
+        if (col === null) return -1;
+        if (col.kind === 'list_f64') return this.refuse(key, 'expected an array of numbers', value);
+        if (col.kind === 'i64' && !(Number.isInteger(value) && Math.abs(value) <= MAX_SAFE)) {
+          return this.refuse(key, 'expected an integer count (at most 2^53-1)', value);
+        }
+        n = this.put(n, col.id, value, key);
       }
-      i++;
-      if (kind === LIST) {
-        n = this.encodeList(key, id, value, n);
-        if (n < 0) return -1;
-        continue;
-      }
-      if (typeof value !== 'number') return this.refuse(key, 'expected a number', value);
-      if (kind === I64 && !(Number.isInteger(value) && Math.abs(value) <= MAX_SAFE)) {
-        return this.refuse(key, 'expected an integer count (at most 2^53-1)', value);
-      }
-      if (n + 2 > slots.length && !this.grow(n + 2)) return this.refuse(key, 'record too large', value);
-      this.slots[n] = id;
-      this.slots[n + 1] = value;
-      n += 2;
+      if (n < 0) return -1;
     }
     return n;
   }
 
   private encodeDict(field: 'reward_components' | 'extra', dict: unknown, n: number): number {
-    if (typeof dict !== 'object' || Array.isArray(dict)) return this.refuse(field, 'expected an object of numbers', dict);
-    const cache = field === 'extra' ? this.extras : this.components;
-    const prefix = field === 'extra' ? 'extra.' : 'reward_component.';
+    if (typeof dict !== 'object' || dict === null || Array.isArray(dict)) {
+      return this.refuse(field, 'expected an object of numbers', dict);
+    }
     const d = dict as Record<string, unknown>;
-    let i = 0;
     for (const key in d) {
       const value = d[key];
       if (value === undefined || value === null) continue;
-      let id: number;
-      if (cache.keys[i] === key) {
-        id = cache.ids[i];
-      } else {
-        if (typeof value !== 'number') return this.refuse(`${field}.${key}`, 'expected a number', value);
-        id = this.idOf(prefix + key, `${field}.${key}`);
-        if (id < 0) return -1;
-        cache.keys[i] = key;
-        cache.ids[i] = id;
-        cache.kinds[i] = F64;
-      }
-      i++;
-      if (typeof value !== 'number') return this.refuse(`${field}.${key}`, 'expected a number', value);
-      if (n + 2 > this.slots.length && !this.grow(n + 2)) return this.refuse(field, 'record too large', value);
-      this.slots[n] = id;
-      this.slots[n + 1] = value;
-      n += 2;
+      const name = `${field}.${key}`;
+      if (typeof value !== 'number') return this.refuse(name, 'expected a number', value);
+      const col = this.column(DICT_PREFIX[field] + key, name);
+      if (col === null) return -1;
+      n = this.put(n, col.id, value, name);
+      if (n < 0) return -1;
     }
     return n;
   }
 
   private encodeList(field: string, id: number, value: unknown, n: number): number {
-    if (typeof value !== 'object' || typeof (value as ArrayLike<number>).length !== 'number') {
+    if (typeof value !== 'object' || value === null || typeof (value as ArrayLike<number>).length !== 'number') {
       return this.refuse(field, 'expected an array of numbers', value);
     }
     const list = value as ArrayLike<unknown>;
@@ -165,7 +173,7 @@ export class StepEncoder {
     if (!Number.isInteger(len) || len < 0 || len > MAX_LIST_LEN) {
       return this.refuse(field, `expected at most ${MAX_LIST_LEN} numbers`, value);
     }
-    if (n + 2 + len > this.slots.length && !this.grow(n + 2 + len)) return this.refuse(field, 'record too large', value);
+    if (!this.ensure(n + 2 + len)) return this.refuse(field, 'record too large', value);
     const slots = this.slots;
     slots[n] = id;
     slots[n + 1] = len;
@@ -177,23 +185,72 @@ export class StepEncoder {
     return n + 2 + len;
   }
 
-  /** Slow path: the column id of `key`, registering it natively the first time. */
-  private idOf(key: string, fieldForErrors: string): number {
-    const known = this.known.get(key);
+  private put(n: number, id: number, value: number, field: string): number {
+    if (!this.ensure(n + 2)) return this.refuse(field, 'record too large', value);
+    this.slots[n] = id;
+    this.slots[n + 1] = value;
+    return n + 2;
+  }
+
+  /** The column of `key`, registering it natively the first time; null when refused. */
+  private column(key: string, fieldForErrors: string): { id: number; kind: ColumnKind } | null {
+    const known = this.columns.get(key);
     if (known !== undefined) return known;
     let reg: { id: number; kind: string };
     try {
       reg = this.registrar.register(key);
     } catch (error) {
       const message = error instanceof Error ? error.message.replace(/^\[RLPROBE_[A-Z_]+\] /, '') : String(error);
-      return this.refuse(fieldForErrors, message, undefined);
+      this.refuse(fieldForErrors, message, undefined);
+      return null;
     }
-    this.known.set(key, reg.id);
-    this.knownKinds[reg.id] = reg.kind === 'list_f64' ? LIST : reg.kind === 'i64' ? I64 : F64;
-    return reg.id;
+    const col = { id: reg.id, kind: reg.kind as ColumnKind };
+    this.columns.set(key, col);
+    return col;
   }
 
-  private grow(needed: number): boolean {
+  /** Compiles the layout of a record the checked path just accepted. */
+  private learnShape(r: Record<string, unknown>, keyCount: number): void {
+    if (this.shapeCount >= MAX_SHAPES) return;
+    const fields: ShapeField[] = [];
+    for (const key in r) {
+      const value = r[key];
+      if (key === 'step' || key === 'timestamp') {
+        fields.push({ key, role: key });
+      } else if (key === 'reward_components' || key === 'extra') {
+        if (value === undefined || value === null) {
+          fields.push({ key, role: 'absent' });
+          continue;
+        }
+        const entries: Array<{ key: string; id: number }> = [];
+        for (const k in value as Record<string, unknown>) {
+          const col = this.columns.get(DICT_PREFIX[key] + k);
+          // an entry that was null here has no column yet: do not compile this shape
+          if (col === undefined) return;
+          entries.push({ key: k, id: col.id });
+        }
+        fields.push({ key, role: 'dict', entries });
+      } else {
+        const col = this.columns.get(key);
+        if (col === undefined) {
+          if (value !== undefined && value !== null) return;
+          fields.push({ key, role: 'absent' });
+        } else {
+          fields.push({ key, role: col.kind, id: col.id });
+        }
+      }
+    }
+    const shape = compileShape(fields, MAX_LIST_LEN);
+    if (!this.ensure(shape.fixedSlots)) return;
+    const list = this.shapesByKeyCount.get(keyCount);
+    if (list) list.push(shape);
+    else this.shapesByKeyCount.set(keyCount, [shape]);
+    this.shapeCount++;
+  }
+
+  /** Makes room for `needed` slots (rebinding the buffer natively); false past MAX_SLOTS. */
+  private ensure(needed: number): boolean {
+    if (needed <= this.slots.length) return true;
     if (needed > MAX_SLOTS) return false;
     let size = this.slots.length * 2;
     while (size < needed) size *= 2;

@@ -1,52 +1,108 @@
-//! A bounded, lock-free, single-producer single-consumer queue of variable-length
-//! `f64` records.
+//! A bounded, lock-free, single-producer single-consumer queue of variable-length `f64`
+//! records, in one block of memory that the JS producer can write directly.
 //!
-//! The training thread is the only producer (one recorder lives on one JS thread) and the
-//! writer thread the only consumer, so two monotonically increasing cursors are all the
-//! synchronisation needed: no locks, no CAS, no allocation per record. A record is framed
-//! as `[len, payload...]` and may wrap around the end of the slot array.
+//! The training thread is the only producer and the writer thread the only consumer, so
+//! two cursors are all the synchronisation needed: no locks, no CAS, no allocation per
+//! record. The block is exposed to JavaScript as an ArrayBuffer (see `RingMemory`), so
+//! the hot path writes a record and publishes the tail with `Atomics.store` without any
+//! native call; the Rust `Producer` follows the same protocol (tests, and the fallback
+//! where a runtime forbids external ArrayBuffers).
 //!
-//! The queue is bounded twice: by slots (memory) and by records (the user-facing
-//! `queue_capacity`). When either bound would be exceeded the record is refused and the
-//! caller counts a drop; the producer never waits.
+//! Layout, in u64 words (`ts/recorder/ring-writer.ts` mirrors it):
+//!
+//! ```text
+//! word 0   tail slot cursor (u32, low half)      producer's cache line
+//! word 1   tail record count (u32, low half)
+//! word 2   logged (f64)      word 3 dropped (f64)
+//! word 4   magic (f64), written by JS to prove the memory is shared
+//! word 16  head slot cursor (u32)                 consumer's cache line
+//! word 17  head record count (u32)
+//! word 32… slots (f64), a power of two of them
+//! ```
+//!
+//! Cursors are u32 positions that wrap (differences are taken modulo 2^32). A record is
+//! `[len, payload…]`, always contiguous: when it would not fit before the end of the slot
+//! array the producer writes `-1` ("skip to the start") and begins the next lap.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-struct Shared {
-    slots: Box<[UnsafeCell<f64>]>,
-    mask: u64,
-    max_records: u64,
-    /// Slot cursor written by the producer (Release) after a record is complete.
-    tail: AtomicU64,
-    /// Records published by the producer.
-    pushed: AtomicU64,
-    /// Slot cursor written by the consumer (Release) after a record has been read.
-    head: AtomicU64,
-    /// Records consumed.
-    popped: AtomicU64,
+pub const HEADER_WORDS: usize = 32;
+const TAIL_SLOT: usize = 0;
+const TAIL_RECORDS: usize = 1;
+const LOGGED: usize = 2;
+const DROPPED: usize = 3;
+pub const MAGIC_WORD: usize = 4;
+const HEAD_SLOT: usize = 16;
+const HEAD_RECORDS: usize = 17;
+/// The "skip to the start of the slot array" marker.
+pub const WRAP: f64 = -1.0;
+/// Largest slot array (positions are u32; differences must stay below 2^31).
+pub const MAX_SLOTS: usize = 1 << 28;
+
+/// The queue's memory: header + slots, owned jointly by Rust and (through an external
+/// ArrayBuffer) JavaScript.
+pub struct RingMemory {
+    words: Box<[AtomicU64]>,
+    mask: u32,
+    max_records: u32,
 }
 
-// SAFETY: slots are only written by the single producer in the range [tail, tail+n) that the
-// consumer cannot observe until `tail` is released, and only read by the single consumer in
-// [head, tail) which the producer does not reuse until `head` is released.
-unsafe impl Sync for Shared {}
-unsafe impl Send for Shared {}
+impl RingMemory {
+    fn word_u32(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: an AtomicU64 is 8-aligned and 8 bytes; its low half (little endian on
+        // every platform we build for) is a valid, aligned AtomicU32 — the same 4 bytes a
+        // JS Int32Array reads at index 2*i.
+        unsafe { &*(self.words[i].as_ptr() as *const AtomicU32) }
+    }
+
+    fn f64_at(&self, i: usize) -> f64 {
+        f64::from_bits(self.words[i].load(Ordering::Acquire))
+    }
+
+    fn slot(&self, pos: u32) -> &AtomicU64 {
+        &self.words[HEADER_WORDS + (pos & self.mask) as usize]
+    }
+
+    pub fn capacity_slots(&self) -> u32 {
+        self.mask + 1
+    }
+
+    pub fn max_records(&self) -> u32 {
+        self.max_records
+    }
+
+    /// Start and length in bytes of the whole block, for the JS view.
+    pub fn as_bytes_ptr(&self) -> (*mut u8, usize) {
+        (self.words.as_ptr() as *mut u8, self.words.len() * 8)
+    }
+
+    /// Step records logged (written by the producer, JS or Rust).
+    pub fn logged(&self) -> u64 {
+        self.f64_at(LOGGED) as u64
+    }
+
+    /// Step records refused by a full queue.
+    pub fn dropped(&self) -> u64 {
+        self.f64_at(DROPPED) as u64
+    }
+
+    pub fn magic(&self) -> f64 {
+        self.f64_at(MAGIC_WORD)
+    }
+}
 
 /// The producing end. `!Sync`: exactly one thread may push.
 pub struct Producer {
-    shared: Arc<Shared>,
-    /// Producer-local copy of `tail` (only this side writes it).
-    tail: Cell<u64>,
-    pushed: Cell<u64>,
+    mem: Arc<RingMemory>,
     _not_sync: PhantomData<Cell<()>>,
 }
 
 /// The consuming end, owned by the writer thread.
 pub struct Consumer {
-    shared: Arc<Shared>,
+    mem: Arc<RingMemory>,
 }
 
 /// Why a record was refused.
@@ -60,78 +116,79 @@ pub enum PushError {
 
 /// Creates a queue bounded to `max_records` records and at least `min_slots` f64 slots.
 pub fn channel(max_records: usize, min_slots: usize) -> (Producer, Consumer) {
-    let slots = min_slots.max(64).next_power_of_two();
-    let shared = Arc::new(Shared {
-        slots: (0..slots).map(|_| UnsafeCell::new(0.0)).collect(),
-        mask: (slots - 1) as u64,
-        max_records: max_records.max(1) as u64,
-        tail: AtomicU64::new(0),
-        pushed: AtomicU64::new(0),
-        head: AtomicU64::new(0),
-        popped: AtomicU64::new(0),
+    let slots = min_slots.clamp(64, MAX_SLOTS).next_power_of_two();
+    let mem = Arc::new(RingMemory {
+        words: (0..HEADER_WORDS + slots).map(|_| AtomicU64::new(0)).collect(),
+        mask: (slots - 1) as u32,
+        max_records: max_records.clamp(1, u32::MAX as usize / 2) as u32,
     });
-    (
-        Producer {
-            shared: shared.clone(),
-            tail: Cell::new(0),
-            pushed: Cell::new(0),
-            _not_sync: PhantomData,
-        },
-        Consumer { shared },
-    )
+    (Producer { mem: mem.clone(), _not_sync: PhantomData }, Consumer { mem })
 }
 
-impl Shared {
-    #[inline]
-    fn slot(&self, pos: u64) -> *mut f64 {
-        self.slots[(pos & self.mask) as usize].get()
-    }
+fn bump_f64(w: &AtomicU64, by: f64) {
+    // one writer (the producing thread): load + store, no locked instruction
+    w.store((f64::from_bits(w.load(Ordering::Relaxed)) + by).to_bits(), Ordering::Release);
 }
 
 impl Producer {
-    /// Copies `payload` into the queue as one record. Never blocks.
-    #[inline]
+    pub fn memory(&self) -> &Arc<RingMemory> {
+        &self.mem
+    }
+
+    /// Counts a record as logged (every `log_step`, whatever becomes of it).
+    pub fn count_logged(&self) {
+        bump_f64(&self.mem.words[LOGGED], 1.0);
+    }
+
+    fn count_dropped(&self) {
+        bump_f64(&self.mem.words[DROPPED], 1.0);
+    }
+
+    /// Copies `payload` into the queue as one record. Never blocks. Counts a drop on error.
     pub fn push(&self, payload: &[f64]) -> Result<(), PushError> {
         self.push_with_header(&[], payload)
     }
 
-    /// Pushes `header ++ payload` as one record, so a caller can prepend a few slots
-    /// (a timestamp, say) without first copying the payload.
+    /// Pushes `header ++ payload` as one record (a caller can prepend a few slots without
+    /// copying the payload first). Counts a drop on error.
     pub fn push_with_header(&self, header: &[f64], payload: &[f64]) -> Result<(), PushError> {
-        let s = &*self.shared;
-        let len = (header.len() + payload.len()) as u64;
-        let capacity = s.mask + 1;
-        if len + 1 > capacity {
+        let m = &*self.mem;
+        let len = (header.len() + payload.len()) as u32;
+        let cap = m.capacity_slots();
+        if len as u64 + 1 > cap as u64 {
+            self.count_dropped();
             return Err(PushError::TooLarge);
         }
-        let pushed = self.pushed.get();
-        if pushed - s.popped.load(Ordering::Acquire) >= s.max_records {
+        let mut tail = m.word_u32(TAIL_SLOT).load(Ordering::Relaxed);
+        let records = m.word_u32(TAIL_RECORDS).load(Ordering::Relaxed);
+        let head = m.word_u32(HEAD_SLOT).load(Ordering::Acquire);
+        let popped = m.word_u32(HEAD_RECORDS).load(Ordering::Acquire);
+        let room_to_end = cap - (tail & m.mask);
+        let skip = if room_to_end < len + 1 { room_to_end } else { 0 };
+        let used = tail.wrapping_sub(head);
+        if records.wrapping_sub(popped) >= m.max_records || used as u64 + skip as u64 + len as u64 + 1 > cap as u64 {
+            self.count_dropped();
             return Err(PushError::Full);
         }
-        let tail = self.tail.get();
-        if tail + 1 + len - s.head.load(Ordering::Acquire) > capacity {
-            return Err(PushError::Full);
+        if skip > 0 {
+            m.slot(tail).store(WRAP.to_bits(), Ordering::Relaxed);
+            tail = tail.wrapping_add(skip);
         }
-        // SAFETY: [tail, tail+1+len) is free (checked above) and invisible to the consumer
-        // until the Release store below.
-        unsafe {
-            *s.slot(tail) = len as f64;
-            let mut pos = tail + 1;
-            for &v in header.iter().chain(payload) {
-                *s.slot(pos) = v;
-                pos += 1;
-            }
+        let mut pos = tail.wrapping_add(1);
+        for &v in header.iter().chain(payload) {
+            m.slot(pos).store(v.to_bits(), Ordering::Relaxed);
+            pos = pos.wrapping_add(1);
         }
-        self.tail.set(tail + 1 + len);
-        self.pushed.set(pushed + 1);
-        s.tail.store(tail + 1 + len, Ordering::Release);
-        s.pushed.store(pushed + 1, Ordering::Release);
+        m.slot(tail).store((len as f64).to_bits(), Ordering::Relaxed);
+        m.word_u32(TAIL_SLOT).store(pos, Ordering::Release);
+        m.word_u32(TAIL_RECORDS).store(records.wrapping_add(1), Ordering::Release);
         Ok(())
     }
 
-    /// Records currently queued (an upper bound seen from the producer).
-    pub fn len(&self) -> u64 {
-        self.pushed.get() - self.shared.popped.load(Ordering::Acquire)
+    /// Records currently queued.
+    pub fn len(&self) -> u32 {
+        let m = &*self.mem;
+        m.word_u32(TAIL_RECORDS).load(Ordering::Relaxed).wrapping_sub(m.word_u32(HEAD_RECORDS).load(Ordering::Acquire))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -140,32 +197,45 @@ impl Producer {
 }
 
 impl Consumer {
+    pub fn memory(&self) -> &Arc<RingMemory> {
+        &self.mem
+    }
+
     /// Pops one record into `out` (cleared first). Returns false when the queue is empty.
     pub fn pop_into(&self, out: &mut Vec<f64>) -> bool {
-        let s = &*self.shared;
-        let head = s.head.load(Ordering::Relaxed);
-        let tail = s.tail.load(Ordering::Acquire);
+        let m = &*self.mem;
+        let mut head = m.word_u32(HEAD_SLOT).load(Ordering::Relaxed);
+        // Acquire pairs with the producer's Release (JS: Atomics.store) of the tail
+        let tail = m.word_u32(TAIL_SLOT).load(Ordering::Acquire);
         if head == tail {
             return false;
         }
-        out.clear();
-        // SAFETY: [head, tail) was published by the producer's Release store of `tail`.
-        unsafe {
-            let len = *s.slot(head) as u64;
-            out.reserve(len as usize);
-            for pos in head + 1..head + 1 + len {
-                out.push(*s.slot(pos));
+        let mut len = f64::from_bits(m.slot(head).load(Ordering::Relaxed));
+        if len == WRAP {
+            head = head.wrapping_add(m.capacity_slots() - (head & m.mask));
+            if head == tail {
+                m.word_u32(HEAD_SLOT).store(head, Ordering::Release);
+                return false;
             }
-            s.head.store(head + 1 + len, Ordering::Release);
+            len = f64::from_bits(m.slot(head).load(Ordering::Relaxed));
         }
-        s.popped.fetch_add(1, Ordering::Release);
+        out.clear();
+        // a corrupt length (a producer bug) must not run past the tail
+        let len = if len >= 0.0 && (len as u64) < tail.wrapping_sub(head) as u64 { len as u32 } else { tail.wrapping_sub(head) - 1 };
+        out.reserve(len as usize);
+        for i in 1..=len {
+            out.push(f64::from_bits(m.slot(head.wrapping_add(i)).load(Ordering::Relaxed)));
+        }
+        m.word_u32(HEAD_SLOT).store(head.wrapping_add(1 + len), Ordering::Release);
+        let popped = m.word_u32(HEAD_RECORDS).load(Ordering::Relaxed);
+        m.word_u32(HEAD_RECORDS).store(popped.wrapping_add(1), Ordering::Release);
         true
     }
 
     /// Records waiting to be consumed.
-    pub fn len(&self) -> u64 {
-        let s = &*self.shared;
-        s.pushed.load(Ordering::Acquire) - s.popped.load(Ordering::Relaxed)
+    pub fn len(&self) -> u32 {
+        let m = &*self.mem;
+        m.word_u32(TAIL_RECORDS).load(Ordering::Acquire).wrapping_sub(m.word_u32(HEAD_RECORDS).load(Ordering::Relaxed))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -181,7 +251,7 @@ mod tests {
     fn fifo_roundtrip_with_wraparound() {
         let (p, c) = channel(1000, 64);
         let mut out = Vec::new();
-        for round in 0..100u32 {
+        for round in 0..300u32 {
             let rec: Vec<f64> = (0..(round % 13 + 1)).map(|i| (round * 100 + i) as f64).collect();
             p.push(&rec).unwrap();
             assert!(c.pop_into(&mut out));
@@ -201,15 +271,24 @@ mod tests {
         assert!(c.pop_into(&mut out));
         p.push(&[9.0]).unwrap();
         assert_eq!(c.len(), 3);
+        assert_eq!(p.memory().dropped(), 1);
     }
 
     #[test]
     fn refuses_when_slots_exhausted_and_oversized() {
-        let (p, _c) = channel(1000, 64);
+        let (p, c) = channel(1000, 64);
         assert_eq!(p.push(&[0.0; 64]), Err(PushError::TooLarge));
         p.push(&[1.0; 40]).unwrap();
-        assert_eq!(p.push(&[1.0; 40]), Err(PushError::Full));
+        // 41 used, 23 left to the end: a 30-slot record must wrap, and there is no room
+        assert_eq!(p.push(&[1.0; 30]), Err(PushError::Full));
         p.push(&[1.0; 20]).unwrap();
+        let mut out = Vec::new();
+        assert!(c.pop_into(&mut out));
+        // now the wrap fits: marker at 62, record at 0
+        p.push(&[2.0; 30]).unwrap();
+        assert!(c.pop_into(&mut out) && out.len() == 20);
+        assert!(c.pop_into(&mut out) && out == vec![2.0; 30]);
+        assert!(!c.pop_into(&mut out));
     }
 
     #[test]
@@ -231,6 +310,23 @@ mod tests {
         assert_eq!(out[1], f64::INFINITY);
         assert_eq!(out[2], f64::NEG_INFINITY);
         assert!(out[3] == 0.0 && out[3].is_sign_negative());
+    }
+
+    #[test]
+    fn cursors_wrap_past_u32() {
+        let (p, c) = channel(1000, 64);
+        // start both cursors just below 2^32
+        let m = p.memory();
+        let start = u32::MAX - 100;
+        m.word_u32(TAIL_SLOT).store(start, Ordering::Relaxed);
+        m.word_u32(HEAD_SLOT).store(start, Ordering::Relaxed);
+        let mut out = Vec::new();
+        for k in 0..500u32 {
+            let rec = vec![k as f64; (k % 9 + 1) as usize];
+            p.push(&rec).unwrap();
+            assert!(c.pop_into(&mut out));
+            assert_eq!(out, rec);
+        }
     }
 
     #[test]
@@ -270,5 +366,6 @@ mod tests {
         }
         assert_eq!(accepted + refused, n);
         assert_eq!(consumer.join().unwrap(), accepted);
+        assert!(p.memory().dropped() >= refused, "every refusal is counted");
     }
 }

@@ -23,7 +23,7 @@ use crate::events::{event_line, EventLog};
 use crate::layout::{part_name, EVENTS_FILE, STEPS_PARTS_DIR};
 use crate::parquet_io::{prewarm, write_table};
 use crate::props::Codec;
-use crate::ring::{self, PushError};
+use crate::ring::{self, PushError, RingMemory};
 use crate::schema::{ColumnKind, Registry};
 
 #[derive(Debug, Clone)]
@@ -60,18 +60,29 @@ impl RecorderOptions {
 /// Slots reserved per queued record: the 40-field record of the benchmark needs ~82.
 const SLOTS_PER_RECORD: usize = 96;
 
+/// Written by the training thread only, on a cache line of its own. (`logged` and
+/// `dropped` live in the ring's header, where the JS producer counts them.)
 #[derive(Default)]
-struct Counters {
-    // Written by the producer only (plain load+store, no locked instruction on the hot path).
-    logged: AtomicU64,
-    dropped: AtomicU64,
+#[repr(align(128))]
+struct ProducerCounters {
     bad_reported: AtomicU64,
-    // Written by the writer thread only.
+}
+
+/// Written by the writer thread only (events_written: under the event-log lock).
+#[derive(Default)]
+#[repr(align(128))]
+struct WriterCounters {
     written: AtomicU64,
     bad_decoded: AtomicU64,
     lost_in_writer: AtomicU64,
     events_written: AtomicU64,
-    // Either side.
+}
+
+#[derive(Default)]
+struct Counters {
+    producer: ProducerCounters,
+    writer: WriterCounters,
+    /// Bumped by whoever meets a full event queue.
     events_dropped: AtomicU64,
 }
 
@@ -115,6 +126,7 @@ struct Control {
 
 struct Shared {
     rank: i64,
+    ring: Arc<RingMemory>,
     event_queue_capacity: usize,
     counters: Counters,
     pending_events: Mutex<VecDeque<String>>,
@@ -133,17 +145,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     fn snapshot(&self) -> CountersSnapshot {
         let c = &self.counters;
-        let logged = c.logged.load(Acquire);
-        let written = c.written.load(Acquire);
-        let dropped = c.dropped.load(Acquire) + c.lost_in_writer.load(Acquire);
-        let bad = c.bad_reported.load(Acquire) + c.bad_decoded.load(Acquire);
+        let logged = self.ring.logged();
+        let written = c.writer.written.load(Acquire);
+        let dropped = self.ring.dropped() + c.writer.lost_in_writer.load(Acquire);
+        let bad = c.producer.bad_reported.load(Acquire) + c.writer.bad_decoded.load(Acquire);
         CountersSnapshot {
             logged,
             written,
             dropped,
             bad,
             pending: logged.saturating_sub(written + dropped + bad),
-            events_written: c.events_written.load(Acquire),
+            events_written: c.writer.events_written.load(Acquire),
             events_dropped: c.events_dropped.load(Acquire),
         }
     }
@@ -154,7 +166,7 @@ impl Shared {
         let queued: Vec<String> = lock(&self.pending_events).drain(..).collect();
         for line in queued.iter().map(String::as_str).chain(extra) {
             log.append(line)?;
-            self.counters.events_written.fetch_add(1, Relaxed);
+            self.counters.writer.events_written.fetch_add(1, Relaxed);
         }
         Ok(())
     }
@@ -190,6 +202,7 @@ impl Recorder {
         let (producer, consumer) = ring::channel(capacity, capacity.saturating_mul(SLOTS_PER_RECORD));
         let shared = Arc::new(Shared {
             rank: opts.rank,
+            ring: producer.memory().clone(),
             event_queue_capacity: opts.event_queue_capacity.max(1),
             counters: Counters::default(),
             pending_events: Mutex::new(VecDeque::new()),
@@ -223,6 +236,21 @@ impl Recorder {
         })
     }
 
+    /// The queue's memory, for a producer that writes it directly (the JS encoder).
+    pub fn ring_memory(&self) -> &Arc<RingMemory> {
+        self.producer.memory()
+    }
+
+    /// Wakes the writer thread (a direct producer calls this every `flush_steps` records).
+    pub fn wake(&self) {
+        self.writer.unpark();
+    }
+
+    /// Records per wake-up a direct producer should use.
+    pub fn wake_every(&self) -> u64 {
+        self.wake_every
+    }
+
     pub fn run_dir(&self) -> &Path {
         &self.run_dir
     }
@@ -235,8 +263,7 @@ impl Recorder {
     /// The hot path: enqueue one encoded step record. Never blocks; false when dropped.
     #[inline]
     pub fn push_step(&self, slots: &[f64]) -> bool {
-        let c = &self.shared.counters;
-        bump(&c.logged, 1);
+        self.producer.count_logged();
         let result = if slots.len() >= 2 && slots[1].is_nan() {
             // stamp with the wall clock at log time (not at write time)
             self.producer.push_with_header(&[slots[0], crate::events::now_unix_seconds()], &slots[2..])
@@ -254,18 +281,15 @@ impl Recorder {
                 }
                 true
             }
-            Err(PushError::Full) | Err(PushError::TooLarge) => {
-                bump(&c.dropped, 1);
-                false
-            }
+            // counted as dropped by the ring
+            Err(PushError::Full) | Err(PushError::TooLarge) => false,
         }
     }
 
     /// A record the encoder refused: counted as logged and bad, its event queued.
     pub fn report_bad(&self, event_json: String) {
-        let c = &self.shared.counters;
-        bump(&c.logged, 1);
-        bump(&c.bad_reported, 1);
+        self.producer.count_logged();
+        bump(&self.shared.counters.producer.bad_reported, 1);
         self.log_event(event_json);
     }
 
@@ -388,7 +412,7 @@ impl WriterThread {
             if let Err(panic) = outcome {
                 let lost = self.batch.rows() as u64;
                 self.batch.reset();
-                bump(&self.shared.counters.lost_in_writer, lost);
+                bump(&self.shared.counters.writer.lost_in_writer, lost);
                 self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
             }
             let mut c = lock(&self.shared.control);
@@ -439,7 +463,7 @@ impl WriterThread {
                 // maybe a column registered after our snapshot: refresh once and retry
                 self.registry = self.shared.registry.read().unwrap_or_else(|p| p.into_inner()).clone();
                 if let Err(reason) = self.batch.append(&self.record, &self.registry) {
-                    bump(&self.shared.counters.bad_decoded, 1);
+                    bump(&self.shared.counters.writer.bad_decoded, 1);
                     let step = self.record.first().copied().unwrap_or(f64::NAN);
                     let line = event_line(
                         "bad_record",
@@ -486,10 +510,10 @@ impl WriterThread {
         match result {
             Ok(()) => {
                 self.next_part += 1;
-                bump(&self.shared.counters.written, rows);
+                bump(&self.shared.counters.writer.written, rows);
             }
             Err(e) => {
-                bump(&self.shared.counters.lost_in_writer, rows);
+                bump(&self.shared.counters.writer.lost_in_writer, rows);
                 self.shared.record_error(format!("{rows} steps lost: writing {name} failed: {e}"));
             }
         }
@@ -497,7 +521,7 @@ impl WriterThread {
 
     /// Emits a `recorder_drops` event for drops not yet reported.
     fn report_drops(&self) {
-        let total = self.shared.counters.dropped.load(Acquire);
+        let total = self.shared.ring.dropped();
         let reported = self.shared.reported_drops.load(Relaxed);
         if total > reported {
             let new = total - reported;
