@@ -17,8 +17,8 @@ import { PerformanceObserver, performance } from 'node:perf_hooks';
 
 import pino from 'pino';
 
-import { Recorder } from '../ts/index.js';
-import type { StepRecord } from '../ts/index.js';
+import { Recorder } from '../dist/index.js'; // what users run (built by npm ci)
+import type { StepRecord } from '../dist/index.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlprobe-bench-'));
 const opts = { installHandlers: false, captureEnvironment: false } as const;
@@ -64,57 +64,63 @@ function timerCost(): number {
   return quantile(samples, 0.5);
 }
 
+function spin(untilMs: number): void {
+  while (performance.now() < untilMs) {
+    // the GPU step
+  }
+}
+
+/** Times `calls` logStep calls one by one; `gapUs` of busy work before each (0: a burst). */
+function timeCalls(rec: Recorder, records: StepRecord[], calls: number, gapUs: number, timer: number): Float64Array {
+  const samples = new Float64Array(calls);
+  const perBurst = 4000; // under the 8192-record queue: the writer drains between bursts
+  for (let i = 0; i < calls; i++) {
+    if (gapUs > 0) spin(performance.now() + gapUs / 1000);
+    const r = records[i % records.length];
+    const t0 = performance.now();
+    rec.logStep(r);
+    const t1 = performance.now();
+    samples[i] = (t1 - t0) * 1e6 - timer;
+    if (i % perBurst === perBurst - 1) rec.flushSync(30_000); // not timed
+  }
+  return samples.sort();
+}
+
 function logStepLatency(): void {
   const rec = new Recorder(path.join(tmp, 'latency'), opts);
   const records = Array.from({ length: 4096 }, (_, i) => makeRecord(i));
-  const bursts = 40;
-  const perBurst = 5000; // under the 8192-record queue: no drops, writer running
-  for (let i = 0; i < 20_000; i++) rec.logStep(records[i % records.length]);
+  for (let i = 0; i < 20_000; i++) {
+    rec.logStep(records[i % records.length]);
+    if (i % 4000 === 3999) rec.flushSync(30_000);
+  }
   rec.flushSync(30_000);
   const timer = timerCost();
-  const samples = new Float64Array(bursts * perBurst);
   let gcs = 0;
   const obs = new PerformanceObserver((list) => {
     gcs += list.getEntries().length;
   });
   obs.observe({ entryTypes: ['gc'] });
-  let k = 0;
-  const batchMeans: number[] = [];
-  for (let b = 0; b < bursts; b++) {
-    const tb = performance.now();
-    for (let i = 0; i < perBurst; i++) {
-      const r = records[(b * perBurst + i) % records.length];
-      const t0 = performance.now();
-      rec.logStep(r);
-      const t1 = performance.now();
-      samples[k++] = (t1 - t0) * 1e6 - timer;
-    }
-    batchMeans.push(((performance.now() - tb) * 1e6) / perBurst);
-    rec.flushSync(30_000); // not timed: lets the writer drain between bursts
-  }
+  const paced = timeCalls(rec, records, 100_000, 20, timer);
+  const burst = timeCalls(rec, records, 200_000, 0, timer);
   obs.disconnect();
-  // batch means without per-call timers: the throughput view
+  // throughput without per-call timers (two clock reads per call distort the above)
   const untimed: number[] = [];
-  for (let b = 0; b < 10; b++) {
+  for (let b = 0; b < 20; b++) {
     const t0 = performance.now();
-    for (let i = 0; i < perBurst; i++) rec.logStep(records[i % records.length]);
-    untimed.push(((performance.now() - t0) * 1e6) / perBurst);
+    for (let i = 0; i < 4000; i++) rec.logStep(records[i % records.length]);
+    untimed.push(((performance.now() - t0) * 1e6) / 4000);
     rec.flushSync(30_000);
   }
   const c = rec.counters;
   rec.close();
-  samples.sort();
+  const line = (s: Float64Array) =>
+    `median ${quantile(s, 0.5).toFixed(0)} ns   p90 ${quantile(s, 0.9).toFixed(0)} ns   p99 ${quantile(s, 0.99).toFixed(0)} ns   p99.9 ${quantile(s, 0.999).toFixed(0)} ns`;
   console.log('\n## logStep, 40-field record, writer thread running');
-  console.log(`calls timed one by one: ${samples.length} (timer cost ${timer.toFixed(0)} ns subtracted)`);
-  console.log(`  median ${quantile(samples, 0.5).toFixed(0)} ns   p90 ${quantile(samples, 0.9).toFixed(0)} ns   p99 ${quantile(samples, 0.99).toFixed(0)} ns   p99.9 ${quantile(samples, 0.999).toFixed(0)} ns`);
-  console.log(`  mean of 5000-call bursts without per-call timers: median ${median(untimed).toFixed(0)} ns/call`);
-  console.log(`  GC events during ${samples.length} timed calls: ${gcs}   dropped: ${c.dropped}   bad: ${c.bad}`);
-}
-
-function spin(untilMs: number): void {
-  while (performance.now() < untilMs) {
-    // the GPU step
-  }
+  console.log(`timer cost ${timer.toFixed(0)} ns subtracted from each timed call`);
+  console.log(`  paced (20 µs of work between calls, as in a loop): ${line(paced)}`);
+  console.log(`  back-to-back bursts of 4000 (writer draining alongside): ${line(burst)}`);
+  console.log(`  bursts of 4000 without per-call timers: median ${median(untimed).toFixed(0)} ns/call`);
+  console.log(`  GC events during ${paced.length + burst.length} timed calls: ${gcs}   dropped: ${c.dropped}   bad: ${c.bad}`);
 }
 
 type Sink = (r: StepRecord) => void;
