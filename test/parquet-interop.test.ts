@@ -17,23 +17,12 @@ import type { AsyncBuffer } from 'hyparquet';
 
 import { RunReader } from '../ts/index.js';
 import type { StoredStepRecord } from '../ts/index.js';
+import { prng as rng } from './helpers/prng.js';
 import { openRun } from './helpers/run-dir.js';
 
 const STEPS = 300;
 const FLUSH_STEPS = 25;
 const INT_COLUMNS = new Set(['step', 'rank', 'nan_count', 'inf_count']);
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A GRPO-like step: most fields, some nulls, NaN/Inf now and then, columns appearing mid-run. */
 function realisticStep(step: number, rand: () => number): Record<string, unknown> {

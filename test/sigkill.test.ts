@@ -14,9 +14,11 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { RunReader, compactRun } from '../ts/index.js';
-import type { StepRecord, StoredStepRecord } from '../ts/index.js';
+import type { StoredStepRecord } from '../ts/index.js';
 import { freshTempDir, range, sleep, spawnChild, waitForExit } from './helpers/child.js';
 import type { RunningChild } from './helpers/child.js';
+import { killWriterStep as stepRecord } from './helpers/kill-writer-step.js';
+import { prng } from './helpers/prng.js';
 
 const CHILD = 'kill-writer.ts';
 const CLOSE_STEPS = 300; // as in the child
@@ -30,27 +32,6 @@ function killCount(): number {
 }
 
 const SEED = process.env.RLPROBE_SIGKILL_SEED ? Number(process.env.RLPROBE_SIGKILL_SEED) : (Math.random() * 2 ** 32) >>> 0;
-
-/** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** The record the child logs for `step` (kept in sync with test/children/kill-writer.ts). */
-function stepRecord(step: number): StepRecord {
-  const r: StepRecord = { step, loss: 1 / (step + 1), reward_mean: step % 11, kl_mean: step * 1e-3, nan_count: step % 4 };
-  if (step % 3 === 0) r.reward_components = { format: step % 5, correct: 0.25 };
-  if (step % 5 === 0) r.kl_positional = [step, step + 0.5, step + 1];
-  if (step % 2 === 0) r.extra = { foo: step, [`sparse_${step % 13}`]: 1 };
-  return r;
-}
 
 interface RunState {
   steps: StoredStepRecord[];

@@ -19,7 +19,7 @@
 import path from 'node:path';
 
 import { Recorder, compactRun } from '../../ts/index.js';
-import type { StepRecord } from '../../ts/index.js';
+import { killWriterStep as stepRecord } from '../helpers/kill-writer-step.js';
 
 const CLOSE_STEPS = 300;
 
@@ -30,14 +30,6 @@ if (!dir || !variant) {
 }
 
 const OPTIONS = { algorithm: 'grpo', flushSteps: 50, flushIntervalMs: 200, captureEnvironment: false } as const;
-
-function stepRecord(step: number): StepRecord {
-  const r: StepRecord = { step, loss: 1 / (step + 1), reward_mean: step % 11, kl_mean: step * 1e-3, nan_count: step % 4 };
-  if (step % 3 === 0) r.reward_components = { format: step % 5, correct: 0.25 };
-  if (step % 5 === 0) r.kl_positional = [step, step + 0.5, step + 1];
-  if (step % 2 === 0) r.extra = { foo: step, [`sparse_${step % 13}`]: 1 };
-  return r;
-}
 
 function fail(message: string): never {
   console.error(message);

@@ -241,7 +241,8 @@ export class Recorder implements CrashHookTarget {
         ring.f64.set(encoder.scratch.subarray(0, n), offset + 1);
       }
       const f64 = ring.f64;
-      if (f64[offset + 2] !== f64[offset + 2]) f64[offset + 2] = Date.now() / 1000; // NaN: no timestamp given
+      // no timestamp given (NaN): the writer's published clock, accurate to its 10 ms tick
+      if (f64[offset + 2] !== f64[offset + 2]) f64[offset + 2] = ring.now();
       ring.countLogged();
       ring.commit(offset, n);
       if (++this.sinceWake >= this.wakeEvery) {

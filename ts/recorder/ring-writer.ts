@@ -15,6 +15,7 @@ const I32_HEAD_RECORDS = 34;
 const F64_LOGGED = 2;
 const F64_DROPPED = 3;
 export const F64_MAGIC = 4;
+const F64_NOW = 5;
 const WRAP = -1;
 
 export class RingWriter {
@@ -78,6 +79,11 @@ export class RingWriter {
     // the Release the writer thread's Acquire pairs with: payload first, then the cursor
     Atomics.store(this.i32, I32_TAIL_SLOT, this.tail | 0);
     Atomics.store(this.i32, I32_TAIL_RECORDS, this.records | 0);
+  }
+
+  /** The wall clock (Unix seconds) the writer thread publishes every tick (10 ms). */
+  now(): number {
+    return this.f64[F64_NOW];
   }
 
   countLogged(): void {

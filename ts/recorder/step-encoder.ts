@@ -212,32 +212,34 @@ export class StepEncoder {
   /** Compiles the layout of a record the checked path just accepted. */
   private learnShape(r: Record<string, unknown>, keyCount: number): void {
     if (this.shapeCount >= MAX_SHAPES) return;
+    const isAbsent = (v: unknown) => v === undefined || v === null;
     const fields: ShapeField[] = [];
     for (const key in r) {
       const value = r[key];
-      if (key === 'step' || key === 'timestamp') {
-        fields.push({ key, role: key });
+      if (key === 'step') {
+        fields.push({ key, role: 'step' });
+      } else if (isAbsent(value)) {
+        // the shape expects this key present and null/undefined
+        fields.push({ key, role: 'absent' });
+      } else if (key === 'timestamp') {
+        fields.push({ key, role: 'timestamp' });
       } else if (key === 'reward_components' || key === 'extra') {
-        if (value === undefined || value === null) {
-          fields.push({ key, role: 'absent' });
-          continue;
-        }
-        const entries: Array<{ key: string; id: number }> = [];
-        for (const k in value as Record<string, unknown>) {
+        const entries: Array<{ key: string; id: number | null }> = [];
+        const dict = value as Record<string, unknown>;
+        for (const k in dict) {
+          if (isAbsent(dict[k])) {
+            entries.push({ key: k, id: null });
+            continue;
+          }
           const col = this.columns.get(DICT_PREFIX[key] + k);
-          // an entry that was null here has no column yet: do not compile this shape
-          if (col === undefined) return;
+          if (col === undefined) return; // cannot happen after a clean checked pass
           entries.push({ key: k, id: col.id });
         }
         fields.push({ key, role: 'dict', entries });
       } else {
         const col = this.columns.get(key);
-        if (col === undefined) {
-          if (value !== undefined && value !== null) return;
-          fields.push({ key, role: 'absent' });
-        } else {
-          fields.push({ key, role: col.kind, id: col.id });
-        }
+        if (col === undefined) return;
+        fields.push({ key, role: col.kind, id: col.id });
       }
     }
     const shape = compileShape(fields, MAX_LIST_LEN);

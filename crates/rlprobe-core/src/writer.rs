@@ -38,7 +38,8 @@ pub struct RecorderOptions {
     /// Events waiting for the writer before further ones are dropped.
     pub event_queue_capacity: usize,
     pub events_fsync_every: Duration,
-    /// How often an idle writer thread looks at the queue.
+    /// How often an idle writer thread looks at the queue and refreshes the published
+    /// clock records are stamped with.
     pub tick: Duration,
 }
 
@@ -52,7 +53,8 @@ impl RecorderOptions {
             queue_capacity: 8192,
             event_queue_capacity: 65_536,
             events_fsync_every: Duration::from_secs(1),
-            tick: Duration::from_millis(50),
+            // also the resolution of the clock published for timestamps (ring.rs NOW)
+            tick: Duration::from_millis(10),
         }
     }
 }
@@ -200,6 +202,7 @@ impl Recorder {
         let event_log = EventLog::open(&opts.run_dir.join(EVENTS_FILE))?;
         let capacity = opts.queue_capacity.max(1);
         let (producer, consumer) = ring::channel(capacity, capacity.saturating_mul(SLOTS_PER_RECORD));
+        producer.memory().set_now(crate::events::now_unix_seconds());
         let shared = Arc::new(Shared {
             rank: opts.rank,
             ring: producer.memory().clone(),
@@ -265,8 +268,8 @@ impl Recorder {
     pub fn push_step(&self, slots: &[f64]) -> bool {
         self.producer.count_logged();
         let result = if slots.len() >= 2 && slots[1].is_nan() {
-            // stamp with the wall clock at log time (not at write time)
-            self.producer.push_with_header(&[slots[0], crate::events::now_unix_seconds()], &slots[2..])
+            // stamp with the clock the writer publishes each tick (log time, to a tick)
+            self.producer.push_with_header(&[slots[0], self.producer.memory().now()], &slots[2..])
         } else {
             self.producer.push(slots)
         };
@@ -404,6 +407,7 @@ impl WriterThread {
     fn run(mut self) {
         prewarm();
         loop {
+            self.shared.ring.set_now(crate::events::now_unix_seconds());
             let (flush_target, stop) = {
                 let c = lock(&self.shared.control);
                 (c.flush_requested, c.stop)
