@@ -136,6 +136,9 @@ export declare function pushStep(handle: number, len: number): void
 /** Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`. */
 export declare function readSteps(runDir: string, columns?: Array<string> | undefined | null): NativeStepTable
 
+/** The run's step columns (union over its files, from the footers alone), in table order. */
+export declare function stepColumns(runDir: string): Array<NativeFieldSpec>
+
 /**
  * The step table's fixed and known columns, in format order (the TS types are checked
  * against this list in the tests).

@@ -773,12 +773,13 @@ if (
   }
 }
 
-const { NativeRecorder, compactRun, debugPanic, pushStep, readSteps, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
+const { NativeRecorder, compactRun, debugPanic, pushStep, readSteps, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { compactRun }
 export { debugPanic }
 export { pushStep }
 export { readSteps }
+export { stepColumns }
 export { stepFieldSpecs }
 export { stepFiles }
 export { writeFileAtomic }

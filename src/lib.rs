@@ -443,6 +443,20 @@ pub fn step_files(run_dir: String) -> Result<NativeStepFiles> {
     Ok(NativeStepFiles { files, absorbed_leftovers: sources.absorbed_leftovers.len() as u32 })
 }
 
+/// The run's step columns (union over its files, from the footers alone), in table order.
+#[napi(catch_unwind)]
+pub fn step_columns(run_dir: String) -> Result<Vec<NativeFieldSpec>> {
+    let schema = rlprobe_core::steps_files::step_schema(&PathBuf::from(run_dir)).map_err(io_err)?;
+    Ok(schema
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            rlprobe_core::table::kind_of_arrow(f.data_type())
+                .map(|k| NativeFieldSpec { name: f.name().clone(), kind: k.as_str().into() })
+        })
+        .collect())
+}
+
 /// Writes a file atomically (temporary, fsync, rename, fsync of the directory).
 #[napi(catch_unwind)]
 pub fn write_file_atomic(path: String, contents: String) -> Result<()> {

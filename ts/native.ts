@@ -7,6 +7,7 @@ export {
   pushStep,
   compactRun,
   readSteps,
+  stepColumns,
   stepFiles,
   stepFieldSpecs,
   writeFileAtomic,

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { readSteps, stepFiles } from '../native.js';
+import { readSteps, stepColumns, stepFiles } from '../native.js';
 import type { NativeStepTable } from '../native.js';
 import type { RunEvent } from '../schema/event.js';
 import { RunManifestSchema, SCHEMA_VERSION } from '../schema/manifest.js';
@@ -67,23 +67,32 @@ export class RunReader {
     return new RunReader(dir, parsed.data);
   }
 
+  /** Where the steps are: files in read order (footer row counts), leftovers, layout. */
+  storage(): { files: StepFileInfo[]; absorbedLeftovers: number; layout: StepLayout } {
+    const info = native(() => stepFiles(this.runDir));
+    const compacted = info.files.some((f) => f.compacted);
+    const parts = info.files.some((f) => !f.compacted) || info.absorbedLeftovers > 0;
+    const layout: StepLayout = compacted && parts ? 'mixed' : compacted ? 'compacted' : parts ? 'parts' : 'empty';
+    return { files: info.files, absorbedLeftovers: info.absorbedLeftovers, layout };
+  }
+
   /** The files holding steps, in read order, with footer row counts. */
   stepFiles(): StepFileInfo[] {
-    return native(() => stepFiles(this.runDir)).files;
+    return this.storage().files;
   }
 
   /** Parts a crash mid-compaction left next to the steps.parquet that already holds them. */
   absorbedLeftovers(): number {
-    return native(() => stepFiles(this.runDir)).absorbedLeftovers;
+    return this.storage().absorbedLeftovers;
   }
 
   layout(): StepLayout {
-    const info = native(() => stepFiles(this.runDir));
-    const compacted = info.files.some((f) => f.compacted);
-    const parts = info.files.some((f) => !f.compacted) || info.absorbedLeftovers > 0;
-    if (compacted && parts) return 'mixed';
-    if (compacted) return 'compacted';
-    return parts ? 'parts' : 'empty';
+    return this.storage().layout;
+  }
+
+  /** Step columns (name and kind) from the files' footers, without reading data. */
+  stepColumns(): Array<{ name: string; kind: string }> {
+    return native(() => stepColumns(this.runDir));
   }
 
   /** The step table as columns (optionally only `columns`). */

@@ -48,7 +48,7 @@ pub fn lock_run(run_dir: &Path) -> io::Result<CompactLock> {
 }
 
 /// The union of the sources' columns: types unified (ints widen to floats), canonical order.
-fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
+pub fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
     let mut kinds: BTreeMap<String, Option<ColumnKind>> = BTreeMap::new();
     for schema in schemas {
         for f in schema.fields() {

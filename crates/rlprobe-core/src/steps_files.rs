@@ -122,3 +122,13 @@ pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> io::Result<Tabl
     table.sort_columns();
     Ok(table)
 }
+
+/// The union of the step files' columns (from their footers only), canonical order.
+pub fn step_schema(run_dir: &Path) -> io::Result<arrow::datatypes::SchemaRef> {
+    let sources = open_step_sources(run_dir)?;
+    let mut schemas = Vec::new();
+    for s in &sources.sources {
+        schemas.push(crate::parquet_io::arrow_schema(s.file.try_clone()?)?);
+    }
+    crate::compact::union_schema(&schemas)
+}

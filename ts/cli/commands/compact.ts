@@ -1,8 +1,7 @@
 import { Command, Option } from 'clipanion';
 
-import { ProbeCommand } from '../base-command.js';
-
 import { compactRun } from '../../compact.js';
+import { ProbeCommand } from '../base-command.js';
 import { bytes } from '../format.js';
 
 export class CompactCommand extends ProbeCommand {

@@ -1,9 +1,8 @@
 import { Command, Option } from 'clipanion';
-
-import { ProbeCommand } from '../base-command.js';
 import * as t from 'typanion';
 
 import { RunReader } from '../../reader/run-reader.js';
+import { ProbeCommand } from '../base-command.js';
 import { isoSeconds } from '../format.js';
 
 export class EventsCommand extends ProbeCommand {

@@ -1,9 +1,8 @@
 import { Command, Option } from 'clipanion';
 
-import { ProbeCommand } from '../base-command.js';
-
 import { RunReader } from '../../reader/run-reader.js';
 import { RECORDER_EVENT_KINDS } from '../../schema/event.js';
+import { ProbeCommand } from '../base-command.js';
 import { ago, bytes, isoSeconds, table } from '../format.js';
 import { runStatus } from '../run-status.js';
 
@@ -23,9 +22,7 @@ export class InfoCommand extends ProbeCommand {
   async exec(): Promise<number> {
     const reader = RunReader.open(this.run);
     const m = reader.manifest;
-    const files = reader.stepFiles();
-    const leftovers = reader.absorbedLeftovers();
-    const layout = reader.layout();
+    const { files, absorbedLeftovers: leftovers, layout } = reader.storage();
     const steps = reader.view(['step']).steps;
     let min = Infinity;
     let max = -Infinity;
@@ -33,7 +30,7 @@ export class InfoCommand extends ProbeCommand {
       if (s < min) min = s;
       if (s > max) max = s;
     }
-    const columns = reader.stepTable().columns.map((c) => c.name);
+    const columns = reader.stepColumns().map((c) => c.name);
     const { events, skippedLines } = reader.eventsWithDiagnostics();
     const byKind: Record<string, number> = {};
     let dropped = 0;
