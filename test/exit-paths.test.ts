@@ -225,31 +225,11 @@ describe('exit paths: one recorder', () => {
 });
 
 describe('exit paths: two recorders share the process hooks', () => {
-  const TWO: Case[] = [
-    { name: 'natural end', ending: 'natural', exit: { code: 0, signal: null }, kinds: ['checkpoint', 'process_exit'], layout: 'compacted', exitCode: 0 },
-    { name: 'process.exit(3)', ending: 'exit3', exit: { code: 3, signal: null }, kinds: ['checkpoint', 'process_exit'], layout: 'compacted', exitCode: 3 },
-    {
-      name: 'uncaught exception',
-      ending: 'throw',
-      exit: { code: 1, signal: null },
-      kinds: ['checkpoint', 'crash', 'process_exit'],
-      layout: 'compacted',
-      exitCode: 1,
-      crashOrigin: 'uncaughtException',
-      crashMessage: 'boom-uncaught',
-    },
-    {
-      name: 'unhandled rejection',
-      ending: 'reject',
-      exit: { code: 1, signal: null },
-      kinds: ['checkpoint', 'crash', 'process_exit'],
-      layout: 'compacted',
-      exitCode: 1,
-      crashOrigin: 'unhandledRejection',
-      crashMessage: 'boom-rejected',
-    },
-    { name: 'SIGTERM', ending: 'wait', signal: 'SIGTERM', exit: { code: null, signal: 'SIGTERM' }, kinds: ['checkpoint', 'signal'], layout: 'readable' },
-  ];
+  // the single-recorder cases that end the process each way, now with two recorders
+  const TWO = CASES.filter((c) =>
+    ['natural end without close()', 'process.exit(3)', 'uncaught exception', 'unhandled rejection', 'SIGTERM, steps not flushed'].includes(c.name),
+  );
+  assert.equal(TWO.length, 5, 'every two-recorder case found');
   for (const c of TWO) {
     test(c.name, { timeout: TEST_TIMEOUT }, () => withCleanup(async (cleanups) => {
       const { runDir, withProbe } = await runBoth({ ...c, recorders: 2 }, cleanups);

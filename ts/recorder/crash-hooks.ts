@@ -80,8 +80,3 @@ export function unregisterCrashHooks(target: CrashHookTarget): void {
   targets.delete(target);
   if (targets.size === 0 && installed) uninstall();
 }
-
-/** For tests: how many recorders the shared hooks serve. */
-export function crashHookTargetCount(): number {
-  return targets.size;
-}

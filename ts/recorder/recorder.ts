@@ -59,6 +59,12 @@ function defaultRunId(): string {
   return `run-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
+/** Marks the record bad because reading it threw (a getter or proxy trap). */
+function refuseThrown(encoder: StepEncoder, error: unknown): -1 {
+  encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
+  return -1;
+}
+
 /** Room reserved per record on the fast path; larger records take the checked path. */
 const FAST_RECORD_SLOTS = 512;
 
@@ -186,9 +192,7 @@ export class Recorder implements CrashHookTarget {
     try {
       n = encoder.encode(record);
     } catch (error) {
-      // a getter or proxy trap threw while we read the record
-      encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
-      n = -1;
+      n = refuseThrown(encoder, error);
     }
     try {
       if (n < 0) this.reportBad(encoder);
@@ -206,7 +210,8 @@ export class Recorder implements CrashHookTarget {
   /**
    * The hot path: reserve room in the shared ring, encode straight into it (compiled shape),
    * stamp the time, publish. The checked encoder (and a copy) only for a new shape or a
-   * bad record. `logged` is counted exactly once on every branch.
+   * bad record. `logged` is counted exactly once on every branch. A full queue drops the
+   * record before it is read, so under overflow a malformed record counts as dropped.
    */
   private logStepToRing(record: StepRecord, encoder: StepEncoder, ring: RingWriter): void {
     try {
@@ -222,9 +227,7 @@ export class Recorder implements CrashHookTarget {
         try {
           n = encoder.encodeChecked(record);
         } catch (error) {
-          // a getter or proxy trap threw while we read the record
-          encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
-          n = -1;
+          n = refuseThrown(encoder, error);
         }
         if (n < 0) {
           this.reportBad(encoder); // counts logged and bad natively
@@ -250,9 +253,10 @@ export class Recorder implements CrashHookTarget {
         this.native!.wake();
       }
     } catch (error) {
-      // a getter that threw on the fast path: let the checked path name it
+      // a getter that threw on the fast path: reported, not re-read (it may throw again);
+      // nothing was published, and a dropped record never gets here
       try {
-        encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
+        refuseThrown(encoder, error);
         this.reportBad(encoder);
       } catch {
         // training goes on
