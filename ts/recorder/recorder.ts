@@ -218,7 +218,6 @@ export class Recorder implements CrashHookTarget {
       const limit = FAST_RECORD_SLOTS;
       let offset = ring.reserve(limit);
       if (offset < 0) {
-        ring.countLogged();
         ring.countDropped();
         return;
       }
@@ -236,7 +235,6 @@ export class Recorder implements CrashHookTarget {
         if (n > limit) {
           offset = ring.reserve(n);
           if (offset < 0) {
-            ring.countLogged();
             ring.countDropped();
             return;
           }

@@ -90,7 +90,9 @@ export class RingWriter {
     this.f64[F64_LOGGED] += 1;
   }
 
+  /** Counts a record the full queue refused: logged, and dropped. */
   countDropped(): void {
+    this.f64[F64_LOGGED] += 1;
     this.f64[F64_DROPPED] += 1;
   }
 }

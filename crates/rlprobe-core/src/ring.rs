@@ -196,16 +196,6 @@ impl Producer {
         m.word_u32(TAIL_RECORDS).store(records.wrapping_add(1), Ordering::Release);
         Ok(())
     }
-
-    /// Records currently queued.
-    pub fn len(&self) -> u32 {
-        let m = &*self.mem;
-        m.word_u32(TAIL_RECORDS).load(Ordering::Relaxed).wrapping_sub(m.word_u32(HEAD_RECORDS).load(Ordering::Acquire))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Consumer {

@@ -376,10 +376,6 @@ impl Recorder {
     pub fn last_error(&self) -> Option<String> {
         lock(&self.shared.control).last_error.clone()
     }
-
-    pub fn is_closed(&self) -> bool {
-        lock(&self.shared.control).finished.is_some()
-    }
 }
 
 impl Drop for Recorder {
