@@ -33,6 +33,11 @@ export declare class NativeRecorder {
   ringMaxRecords(): number
   /** The column id for a record key; unknown top-level keys map to `extra.<key>`. */
   register(key: string): NativeColumnId
+  /**
+   * Enqueues one encoded `logSamples` call (`count` samples; the bytes are copied).
+   * False when the sample queue was full and the call was dropped (counted).
+   */
+  pushSamples(encoded: Uint8Array, count: number): boolean
   /** A record the encoder refused: counted, and its `bad_record` event queued. */
   reportBad(eventJson: string): void
   /** Queues an event line for the writer thread. False when the event queue was full. */
@@ -47,8 +52,20 @@ export declare class NativeRecorder {
   lastError(): string | null
 }
 
+/** A streaming read of one run directory's samples, filtered in Rust. */
+export declare class NativeSampleCursor {
+  constructor(runDir: string, filter: NativeSampleFilter, columns: Array<string> | undefined | null, batchRows: number)
+  /** The next batch of matching samples, or null when done. */
+  next(): NativeSampleBatch | null
+  /** Row groups skipped unread by their step statistics so far. */
+  get rowGroupsSkipped(): number
+}
+
+/** Merges a run's sample parts into 4096-row shards (atomic, idempotent, crash-safe). */
+export declare function compactSamples(runDir: string): NativeCompactReport
+
 /** Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe). */
-export declare function compactRun(runDir: string): NativeCompactReport
+export declare function compactSteps(runDir: string): NativeCompactReport
 
 /** Panics on purpose, so the tests can show a Rust panic surfaces as a JS error. */
 export declare function debugPanic(message: string): void
@@ -82,6 +99,8 @@ export interface NativeCompactReport {
   leftoversRemoved: number
   rows: number
   bytes: number
+  samplePartsMerged: number
+  sampleRows: number
 }
 
 export interface NativeCounters {
@@ -92,6 +111,11 @@ export interface NativeCounters {
   pending: number
   eventsWritten: number
   eventsDropped: number
+  samplesLogged: number
+  samplesWritten: number
+  samplesDropped: number
+  samplesBad: number
+  samplesPending: number
 }
 
 export interface NativeFieldSpec {
@@ -106,6 +130,58 @@ export interface NativeRecorderOptions {
   flushIntervalMs: number
   flushSteps: number
   queueCapacity: number
+  /** Bytes of encoded samples queued before `logSamples` calls drop. */
+  sampleQueueBytes?: number
+}
+
+export interface NativeSampleBatch {
+  rows: number
+  columns: Array<NativeSampleColumn>
+}
+
+export interface NativeSampleColumn {
+  name: string
+  /** "int", "float", "bool", "text", "int_list" or "float_list" */
+  kind: string
+  /** Numbers (int, float, bool as 0/1; null rows NaN), or a list column's items. */
+  values?: Float64Array
+  /** 1 where the row has a value; absent when every row has one. */
+  valid?: Uint8Array
+  /** For lists: rows + 1 offsets into `values`. */
+  offsets?: Int32Array
+  /** For text: one entry per row (null where the row has none). */
+  texts?: Array<string | undefined | null>
+}
+
+export interface NativeSampleFile {
+  path: string
+  rows: number
+  bytes: number
+  shard: boolean
+}
+
+export interface NativeSampleFiles {
+  files: Array<NativeSampleFile>
+  /** Parts a finished compaction holds, still on disk. */
+  absorbedLeftovers: number
+  /** Shards of a compaction that never finished (ignored by readers). */
+  incompleteShards: number
+}
+
+export interface NativeSampleFilter {
+  stepMin?: number
+  stepMax?: number
+  reasons?: Array<string>
+  group?: string
+}
+
+export interface NativeSampling {
+  topK: number
+  bottomK: number
+  randomK: number
+  /** The recorder's seed; mixed with `call` into this call's draw. */
+  seed: number
+  call: number
 }
 
 export interface NativeStepFile {
@@ -135,6 +211,21 @@ export declare function pushStep(handle: number, len: number): void
 
 /** Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`. */
 export declare function readSteps(runDir: string, columns?: Array<string> | undefined | null): NativeStepTable
+
+/** The files holding a run directory's samples (not its rank sub-directories). */
+export declare function sampleFiles(runDir: string): NativeSampleFiles
+
+/**
+ * `selectSamplesSync` on the libuv thread pool, for batches large enough that the
+ * selection itself would show in the training loop. Same seed, same answer.
+ */
+export declare function selectSamplesAsync(rewards: Float64Array, sampling: NativeSampling): Promise<Uint32Array>
+
+/**
+ * Picks the samples to keep from their rewards (NaN = missing): `[index, reason, …]`
+ * pairs in index order, reason codes 1 top_k, 2 bottom_k, 3 random, 4 all.
+ */
+export declare function selectSamplesSync(rewards: Float64Array, sampling: NativeSampling): Uint32Array
 
 /** The run's step columns (union over its files, from the footers alone), in table order. */
 export declare function stepColumns(runDir: string): Array<NativeFieldSpec>

@@ -773,12 +773,17 @@ if (
   }
 }
 
-const { NativeRecorder, compactRun, debugPanic, pushStep, readSteps, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
+const { NativeRecorder, NativeSampleCursor, compactSamples, compactSteps, debugPanic, pushStep, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
-export { compactRun }
+export { NativeSampleCursor }
+export { compactSamples }
+export { compactSteps }
 export { debugPanic }
 export { pushStep }
 export { readSteps }
+export { sampleFiles }
+export { selectSamplesAsync }
+export { selectSamplesSync }
 export { stepColumns }
 export { stepFieldSpecs }
 export { stepFiles }

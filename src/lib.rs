@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+
+mod samples;
 use rlprobe_core::compact::CompactReport;
 use rlprobe_core::schema::{ColumnKind, FIXED_STEP_COLUMNS, STEP_FIELDS};
 use rlprobe_core::steps_files::{compacted_footer, open_step_sources};
@@ -30,6 +32,8 @@ pub struct NativeRecorderOptions {
     pub flush_interval_ms: u32,
     pub flush_steps: u32,
     pub queue_capacity: u32,
+    /// Bytes of encoded samples queued before `logSamples` calls drop.
+    pub sample_queue_bytes: Option<u32>,
 }
 
 #[napi(object)]
@@ -41,6 +45,11 @@ pub struct NativeCounters {
     pub pending: f64,
     pub events_written: f64,
     pub events_dropped: f64,
+    pub samples_logged: f64,
+    pub samples_written: f64,
+    pub samples_dropped: f64,
+    pub samples_bad: f64,
+    pub samples_pending: f64,
 }
 
 impl From<CountersSnapshot> for NativeCounters {
@@ -53,6 +62,11 @@ impl From<CountersSnapshot> for NativeCounters {
             pending: c.pending as f64,
             events_written: c.events_written as f64,
             events_dropped: c.events_dropped as f64,
+            samples_logged: c.samples_logged as f64,
+            samples_written: c.samples_written as f64,
+            samples_dropped: c.samples_dropped as f64,
+            samples_bad: c.samples_bad as f64,
+            samples_pending: c.samples_pending as f64,
         }
     }
 }
@@ -63,6 +77,8 @@ pub struct NativeCompactReport {
     pub leftovers_removed: u32,
     pub rows: f64,
     pub bytes: f64,
+    pub sample_parts_merged: u32,
+    pub sample_rows: f64,
 }
 
 impl From<CompactReport> for NativeCompactReport {
@@ -72,6 +88,8 @@ impl From<CompactReport> for NativeCompactReport {
             leftovers_removed: r.leftovers_removed as u32,
             rows: r.rows as f64,
             bytes: r.bytes as f64,
+            sample_parts_merged: r.sample_parts_merged as u32,
+            sample_rows: r.sample_rows as f64,
         }
     }
 }
@@ -140,6 +158,9 @@ impl NativeRecorder {
         o.flush_interval = Duration::from_millis(options.flush_interval_ms.max(1) as u64);
         o.flush_steps = options.flush_steps.max(1) as usize;
         o.queue_capacity = options.queue_capacity.max(1) as usize;
+        if let Some(bytes) = options.sample_queue_bytes {
+            o.sample_queue_bytes = bytes.max(1) as usize;
+        }
         let recorder = Recorder::open(o).map_err(io_err)?;
         let handle = SLOTS.with(|slots| {
             let mut slots = slots.borrow_mut();
@@ -224,6 +245,13 @@ impl NativeRecorder {
             let (id, kind) = slot.recorder.register(&key).map_err(|m| err("RLPROBE_INVALID", m))?;
             Ok(NativeColumnId { id, kind: kind.as_str().into() })
         })
+    }
+
+    /// Enqueues one encoded `logSamples` call (`count` samples; the bytes are copied).
+    /// False when the sample queue was full and the call was dropped (counted).
+    #[napi(catch_unwind)]
+    pub fn push_samples(&self, encoded: &[u8], count: u32) -> Result<bool> {
+        with_slot(self.handle, |slot| Ok(slot.recorder.push_samples(encoded.to_vec(), count as u64)))
     }
 
     /// A record the encoder refused: counted, and its `bad_record` event queued.
@@ -361,7 +389,7 @@ pub fn register_raw_exports(exports: Object, env: Env) -> Result<()> {
 
 /// Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe).
 #[napi(catch_unwind)]
-pub fn compact_run(run_dir: String) -> Result<NativeCompactReport> {
+pub fn compact_steps(run_dir: String) -> Result<NativeCompactReport> {
     rlprobe_core::compact_steps(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
 }
 

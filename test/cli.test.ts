@@ -127,7 +127,7 @@ describe('probe CLI', { concurrency: true }, () => {
       assert.match(events.stdout, /--kind/);
       assert.match(events.stdout, /--last/);
       assert.match(compact.stdout, /\$ probe compact .*<run>/);
-      assert.match(compact.stdout, /Merge step part files/);
+      assert.match(compact.stdout, /Merge part files into steps.parquet/);
     });
 
     test('--version prints the package version', async () => {

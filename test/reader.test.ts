@@ -146,7 +146,7 @@ describe('step layouts', () => {
     assert.deepEqual(Array.from(reader.view().steps), [0, 1, 2, 3, 4], 'each step exactly once');
     assert.deepEqual(reader.steps().map((s) => s.reward_mean), [0, 0.25, 0.5, 0.75, 1]);
 
-    const result = compactRun(dir);
+    const result = compactRun(dir).steps;
     assert.deepEqual(result, { partsMerged: 0, leftoversRemoved: 3, rows: 5, bytes: result.bytes });
     assert.ok(result.bytes > 0);
     assert.equal(reader.layout(), 'compacted');
@@ -154,7 +154,7 @@ describe('step layouts', () => {
     assert.equal(existsSync(path.join(dir, 'steps')), false);
     assert.deepEqual(Array.from(reader.view().steps), [0, 1, 2, 3, 4]);
     // idempotent
-    const again = compactRun(dir);
+    const again = compactRun(dir).steps;
     assert.deepEqual(again, { partsMerged: 0, leftoversRemoved: 0, rows: 5, bytes: result.bytes });
   });
 

@@ -90,12 +90,12 @@ function leftBehind(dir: string, layout: string): string {
 function checkThenCompact(dir: string, atLeast: number, label: string, notes: string[] = []): number {
   const before = checkRun(dir, atLeast, `${label}, as killed`);
   notes.push(leftBehind(dir, before.layout));
-  const first = compactRun(dir);
+  const first = compactRun(dir).steps;
   const after = checkRun(dir, atLeast, `${label}, after compactRun`);
   assert.equal(after.layout, before.steps.length === 0 ? 'empty' : 'compacted', `layout after compactRun (${label})`);
   assert.equal(first.rows, before.steps.length, `compactRun rows (${label})`);
   assert.deepEqual(after.steps, before.steps, `compactRun changed the steps (${label})`);
-  const second = compactRun(dir);
+  const second = compactRun(dir).steps;
   assert.equal(second.partsMerged, 0, 'compactRun is idempotent');
   assert.equal(second.leftoversRemoved, 0, 'compactRun is idempotent');
   return before.steps.length;

@@ -1,26 +1,75 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from './errors.js';
-import { compactRun as nativeCompactRun } from './native.js';
+import { compactSamples, compactSteps } from './native.js';
 
 export interface CompactResult {
-  /** Part files merged into steps.parquet by this call. */
+  /** Part files merged by this call. */
   partsMerged: number;
   /** Parts a previous, interrupted compaction had absorbed, deleted now. */
   leftoversRemoved: number;
+  /** Rows in the compacted file(s): all of steps.parquet; for samples, the new shards. */
   rows: number;
   bytes: number;
 }
 
-/**
- * Compacts a run's step parts into steps.parquet: atomic, idempotent, safe on a crashed
- * run and on one a recorder is still writing. Only merges part files; never rewrites data.
- */
-export function compactRun(runDir: string): CompactResult {
+/** One unit of a run's compaction: the steps or the samples of one rank directory. */
+export interface CompactUnit {
+  dir: string;
+  rank: number;
+  what: 'steps' | 'samples';
+}
+
+export interface CompactProgress {
+  done: number;
+  total: number;
+  unit: CompactUnit;
+  result: CompactResult;
+}
+
+/** The run's compaction units: rank 0 then every `rank-NNN/`, steps then samples. */
+export function compactUnits(runDir: string): CompactUnit[] {
   const dir = path.resolve(runDir);
   if (!existsSync(path.join(dir, 'manifest.json'))) {
     throw new RlprobeError('RLPROBE_NOT_A_RUN', `not a run directory (no manifest.json): ${dir}`);
   }
-  return native(() => nativeCompactRun(dir));
+  const ranks = readdirSync(dir)
+    .filter((n) => /^rank-\d+$/.test(n) && existsSync(path.join(dir, n, 'manifest.json')))
+    .map((n) => ({ rank: Number(n.slice(5)), dir: path.join(dir, n) }))
+    .sort((a, b) => a.rank - b.rank);
+  return [{ rank: 0, dir }, ...ranks].flatMap(({ rank, dir: d }) => [
+    { dir: d, rank, what: 'steps' as const },
+    { dir: d, rank, what: 'samples' as const },
+  ]);
+}
+
+/** Compacts one unit (atomic, idempotent, crash-safe; only merges part files). */
+export function compactUnit(unit: CompactUnit): CompactResult {
+  const r = native(() => (unit.what === 'steps' ? compactSteps(unit.dir) : compactSamples(unit.dir)));
+  return { partsMerged: r.partsMerged, leftoversRemoved: r.leftoversRemoved, rows: r.rows, bytes: r.bytes };
+}
+
+/**
+ * Compacts a run: step parts into steps.parquet and sample parts into 4096-row shards, in
+ * the run directory and every rank directory. Atomic, idempotent, safe on a crashed run
+ * and on one a recorder is still writing. Only merges part files; never rewrites data.
+ */
+export function compactRun(runDir: string, onProgress?: (p: CompactProgress) => void): RunCompaction {
+  const units = compactUnits(runDir);
+  const out: CompactProgress[] = [];
+  units.forEach((unit, i) => {
+    const p = { done: i + 1, total: units.length, unit, result: compactUnit(unit) };
+    out.push(p);
+    onProgress?.(p);
+  });
+  return { steps: out[0].result, samples: out[1].result, units: out };
+}
+
+export interface RunCompaction {
+  /** The run directory's own (rank 0) steps and samples. */
+  steps: CompactResult;
+  samples: CompactResult;
+  /** Every unit, rank directories included, in order. */
+  units: CompactProgress[];
 }

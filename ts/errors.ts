@@ -12,6 +12,8 @@ export type RlprobeErrorCode =
   | 'RLPROBE_NOT_A_RUN'
   | 'RLPROBE_BAD_MANIFEST'
   | 'RLPROBE_SCHEMA_TOO_NEW'
+  | 'RLPROBE_SCHEMA_UNSUPPORTED'
+  | 'RLPROBE_INVALID_QUERY'
   | 'RLPROBE_NATIVE';
 
 export class RlprobeError extends Error {

@@ -5,7 +5,12 @@
 export {
   NativeRecorder,
   pushStep,
-  compactRun,
+  compactSteps,
+  compactSamples,
+  selectSamplesSync,
+  selectSamplesAsync,
+  sampleFiles,
+  NativeSampleCursor,
   readSteps,
   stepColumns,
   stepFiles,
@@ -21,4 +26,7 @@ export type {
   NativeRecorderOptions,
   NativeStepTable,
   NativeStepFiles,
+  NativeSampleBatch,
+  NativeSampleColumn,
+  NativeSampleFiles,
 } from '../native/index.js';

@@ -6,6 +6,7 @@ import type { BaseContext } from 'clipanion';
 import { CompactCommand } from './commands/compact.js';
 import { EventsCommand } from './commands/events.js';
 import { InfoCommand } from './commands/info.js';
+import { SamplesCommand } from './commands/samples.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -15,6 +16,7 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(Builtins.VersionCommand);
   cli.register(InfoCommand);
   cli.register(EventsCommand);
+  cli.register(SamplesCommand);
   cli.register(CompactCommand);
   return cli;
 }

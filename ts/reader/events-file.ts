@@ -13,7 +13,7 @@ export interface EventsRead {
  * Reads events.jsonl. A line that does not parse as an event — typically the torn last
  * line of a crashed writer — is skipped and counted, never fatal.
  */
-export function readEventsFile(file: string): EventsRead {
+export function readEventsFile(file: string, migrate?: (raw: Record<string, unknown>) => Record<string, unknown>): EventsRead {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -31,6 +31,9 @@ export function readEventsFile(file: string): EventsRead {
     } catch {
       skippedLines++;
       continue;
+    }
+    if (migrate && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      parsed = migrate(parsed as Record<string, unknown>);
     }
     const ok = RunEventSchema.safeParse(parsed);
     if (ok.success) events.push(ok.data);

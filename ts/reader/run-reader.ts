@@ -2,18 +2,43 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { readSteps, stepColumns, stepFiles } from '../native.js';
+import { readSteps, sampleFiles, stepColumns, stepFiles } from '../native.js';
 import type { NativeStepTable } from '../native.js';
 import type { RunEvent } from '../schema/event.js';
-import { RunManifestSchema, SCHEMA_VERSION } from '../schema/manifest.js';
+import { RunManifestSchema } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
+import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { StoredStepRecord } from '../schema/step-record.js';
 import { readEventsFile } from './events-file.js';
+import { planRead } from './migrations.js';
+import type { Migration, ReadAdapter } from './migrations.js';
 import { RunView } from './run-view.js';
+import { parseSampleQuery, streamSampleBatches } from './sample-stream.js';
+import type { SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
 
 /** How the steps are stored right now. */
 export type StepLayout = 'compacted' | 'parts' | 'mixed' | 'empty';
+
+export interface OpenOptions {
+  /** The migration chain (default: the built-in one, reader/migrations.ts). */
+  migrations?: readonly Migration[];
+}
+
+/** A directory holding a recording of one rank: the run itself (rank 0) or `rank-NNN/`. */
+export interface RankDir {
+  rank: number;
+  dir: string;
+}
+
+export interface SampleFileInfo {
+  path: string;
+  rank: number;
+  rows: number;
+  bytes: number;
+  /** A compacted shard (else a live part file). */
+  shard: boolean;
+}
 
 export interface StepFileInfo {
   path: string;
@@ -30,17 +55,20 @@ export interface StepFileInfo {
 export class RunReader {
   readonly runDir: string;
   readonly manifest: RunManifest;
+  /** How this recording's version is read (migrated when older than this rlprobe's). */
+  readonly adapter: ReadAdapter;
 
-  private constructor(runDir: string, manifest: RunManifest) {
+  private constructor(runDir: string, manifest: RunManifest, adapter: ReadAdapter) {
     this.runDir = runDir;
     this.manifest = manifest;
+    this.adapter = adapter;
   }
 
   /**
    * Opens a run directory. Throws RlprobeError: RLPROBE_NOT_A_RUN (no manifest.json),
    * RLPROBE_BAD_MANIFEST, or RLPROBE_SCHEMA_TOO_NEW (recorded by a newer rlprobe).
    */
-  static open(runDir: string): RunReader {
+  static open(runDir: string, options: OpenOptions = {}): RunReader {
     const dir = path.resolve(runDir);
     const file = path.join(dir, 'manifest.json');
     if (!existsSync(file)) {
@@ -52,19 +80,20 @@ export class RunReader {
     } catch (error) {
       throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file} is not valid JSON: ${(error as Error).message}`);
     }
-    const version = (raw as { schema_version?: unknown } | null)?.schema_version;
-    if (typeof version === 'number' && version > SCHEMA_VERSION) {
-      throw new RlprobeError(
-        'RLPROBE_SCHEMA_TOO_NEW',
-        `${dir} was recorded with format schema_version ${version}, but this rlprobe reads up to ${SCHEMA_VERSION}: upgrade rlprobe (npm install rlprobe@latest) to read it`,
-      );
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: expected a JSON object`);
     }
-    const parsed = RunManifestSchema.safeParse(raw);
+    const version = (raw as { schema_version?: unknown }).schema_version;
+    if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
+      throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: schema_version: expected a non-negative integer (got ${JSON.stringify(version)})`);
+    }
+    const adapter = planRead(version, dir, options.migrations);
+    const parsed = RunManifestSchema.safeParse(adapter.manifest(raw as Record<string, unknown>));
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${issue.path.join('.') || 'manifest'}: ${issue.message}`);
     }
-    return new RunReader(dir, parsed.data);
+    return new RunReader(dir, parsed.data, adapter);
   }
 
   /** Where the steps are: files in read order (footer row counts), leftovers, layout. */
@@ -92,12 +121,15 @@ export class RunReader {
 
   /** Step columns (name and kind) from the files' footers, without reading data. */
   stepColumns(): Array<{ name: string; kind: string }> {
-    return native(() => stepColumns(this.runDir));
+    return native(() => stepColumns(this.runDir)).map((c) => ({ ...c, name: this.adapter.currentStepColumn(c.name) }));
   }
 
-  /** The step table as columns (optionally only `columns`). */
+  /** The step table as columns (optionally only `columns`), under current column names. */
   stepTable(columns?: string[]): NativeStepTable {
-    return native(() => readSteps(this.runDir, columns));
+    const a = this.adapter;
+    const table = native(() => readSteps(this.runDir, columns && a.migrated ? columns.map((c) => a.physicalStepColumn(c)) : columns));
+    if (a.migrated) for (const col of table.columns) col.name = a.currentStepColumn(col.name);
+    return table;
   }
 
   /** Every step as a record, dicts (`reward_components`, `extra`) and lists rebuilt. */
@@ -108,6 +140,41 @@ export class RunReader {
   /** Columnar view: `series(name)` as Float64Array aligned to the steps. */
   view(columns?: string[]): RunView {
     return new RunView(this.stepTable(columns?.includes('step') ? columns : columns && ['step', ...columns]));
+  }
+
+  /**
+   * Samples of every rank, streamed one bounded batch at a time (never loaded whole),
+   * filtered in Rust: `{step, stepRange: [from, to], reason, group, rank, columns}`.
+   * Order: rank 0 then each rank directory; within one, shards then live parts, each in
+   * the order written. Throws RlprobeError RLPROBE_INVALID_QUERY for a bad filter.
+   */
+  samples(query: SampleQuery = {}): Generator<StoredSampleRecord, void, undefined> {
+    const q = parseSampleQuery(query);
+    const reader = this;
+    return (function* () {
+      for (const batch of streamSampleBatches(reader.sampleDirs(q.ranks), q, reader.adapter)) yield* batch;
+    })();
+  }
+
+  /** `samples()` one batch (array) at a time. */
+  sampleBatches(query: SampleQuery = {}): Generator<StoredSampleRecord[], void, undefined> {
+    const q = parseSampleQuery(query);
+    return streamSampleBatches(this.sampleDirs(q.ranks), q, this.adapter);
+  }
+
+  /** The files holding samples, every rank, with footer row counts. */
+  sampleFiles(): SampleFileInfo[] {
+    const out: SampleFileInfo[] = [];
+    for (const { rank, dir } of this.sampleDirs(null)) {
+      for (const f of native(() => sampleFiles(dir)).files) out.push({ path: f.path, rank, rows: f.rows, bytes: f.bytes, shard: f.shard });
+    }
+    return out;
+  }
+
+  /** The run (rank 0) and its rank directories, optionally only `ranks`. */
+  private sampleDirs(ranks: ReadonlySet<number> | null): RankDir[] {
+    const all: RankDir[] = [{ rank: 0, dir: this.runDir }, ...this.rankDirs().map((dir) => ({ rank: Number(path.basename(dir).slice(5)), dir }))];
+    return ranks === null ? all : all.filter((d) => ranks.has(d.rank));
   }
 
   /** Sub-recordings of non-zero ranks (`rank-NNN/` with a manifest), in rank order. */
@@ -134,10 +201,11 @@ export class RunReader {
 
   /** Events plus how many lines were skipped as unreadable. */
   eventsWithDiagnostics(): ReturnType<typeof readEventsFile> {
-    const own = readEventsFile(path.join(this.runDir, 'events.jsonl'));
+    const migrate = this.adapter.migrated ? (e: Record<string, unknown>) => this.adapter.event(e) : undefined;
+    const own = readEventsFile(path.join(this.runDir, 'events.jsonl'), migrate);
     const ranks = this.rankDirs();
     if (ranks.length === 0) return own;
-    const all = [own, ...ranks.map((d) => readEventsFile(path.join(d, 'events.jsonl')))];
+    const all = [own, ...ranks.map((d) => readEventsFile(path.join(d, 'events.jsonl'), migrate))];
     // stable sort: events with equal timestamps keep their file order
     const events = all.flatMap((r) => r.events).sort((a, b) => a.timestamp - b.timestamp);
     return { events, skippedLines: all.reduce((n, r) => n + r.skippedLines, 0) };

@@ -1,4 +1,5 @@
 import type { NativeColumn, NativeStepTable } from '../native.js';
+import { EXTRA_PREFIX, REWARD_COMPONENT_PREFIX } from '../schema/step-record.js';
 
 /**
  * Columnar access to a run's steps: every numeric series as a Float64Array aligned to
@@ -28,6 +29,36 @@ export class RunView {
   /** Scalar series names: everything but `step` and list columns. */
   seriesNames(): string[] {
     return [...this.byName.values()].filter((c) => c.kind !== 'list_f64' && c.name !== 'step').map((c) => c.name);
+  }
+
+  /** Reward component names (`reward_component.<name>` columns), in table order. */
+  componentNames(): string[] {
+    return this.columns().filter((c) => c.startsWith(REWARD_COMPONENT_PREFIX)).map((c) => c.slice(REWARD_COMPONENT_PREFIX.length));
+  }
+
+  /** Extra metric names (`extra.<name>` columns), in table order. */
+  extraNames(): string[] {
+    return this.columns().filter((c) => c.startsWith(EXTRA_PREFIX)).map((c) => c.slice(EXTRA_PREFIX.length));
+  }
+
+  /** The series of reward component `name`. */
+  component(name: string): Float64Array {
+    return this.series(`${REWARD_COMPONENT_PREFIX}${name}`);
+  }
+
+  /** The series of extra metric `name`. */
+  extra(name: string): Float64Array {
+    return this.series(`${EXTRA_PREFIX}${name}`);
+  }
+
+  /** Row count of values that are present (not null) in `name`. */
+  presentCount(name: string): number {
+    const col = this.byName.get(name);
+    if (!col) return 0;
+    if (!col.valid) return col.kind === 'list_f64' ? (col.offsets?.length ?? 1) - 1 : col.values.length;
+    let n = 0;
+    for (const v of col.valid) n += v;
+    return n;
   }
 
   has(name: string): boolean {

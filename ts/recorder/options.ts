@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { RlprobeError } from '../errors.js';
+import { SamplingSchema } from './sampling.js';
 
 /**
  * Recorder options, validated before anything reaches Rust. A bad option is a set-up
@@ -29,6 +30,12 @@ export const RecorderOptionsSchema = z.strictObject({
   flushSteps: z.number().int().min(1).max(1_000_000).default(200),
   /** Step records the queue holds before it drops (and counts) further ones. */
   queueCapacity: z.number().int().min(1).max(1 << 20).default(8192),
+  /** Per-sample selection for `logSamples` (each call may override it). */
+  sampling: SamplingSchema.default({ topK: 2, bottomK: 2, randomK: 4 }),
+  /** Seed of the random part of sample selection: the same seed and calls draw the same. */
+  seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  /** Bytes of samples queued for the writer before further `logSamples` calls drop. */
+  sampleQueueBytes: z.number().int().min(1024).max(2 ** 31).default(64 * 1024 * 1024),
   /** Flush on exit, record crashes and signals. */
   installHandlers: z.boolean().default(true),
   /** How long `close()` waits for the final flush and compaction. */

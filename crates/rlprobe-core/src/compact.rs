@@ -32,8 +32,12 @@ pub struct CompactReport {
     pub leftovers_removed: usize,
     /// Rows in `steps.parquet` afterwards (0 when there is none).
     pub rows: u64,
-    /// Size of `steps.parquet` afterwards.
+    /// Size of `steps.parquet` afterwards (for samples: of the shards this call wrote).
     pub bytes: u64,
+    /// When steps and samples are compacted together: sample parts merged, and rows in
+    /// the shards written.
+    pub sample_parts_merged: usize,
+    pub sample_rows: u64,
 }
 
 /// Holds the compaction lock of a run directory until dropped.

@@ -9,6 +9,15 @@ pub const STEPS_FILE: &str = "steps.parquet";
 pub const STEPS_PARTS_DIR: &str = "steps";
 pub const EVENTS_FILE: &str = "events.jsonl";
 pub const PART_PREFIX: &str = "part-";
+pub const SAMPLES_DIR: &str = "samples";
+pub const SHARD_PREFIX: &str = "shard-";
+/// Rows per compacted sample shard (the Python package's shard size).
+pub const SAMPLE_SHARD_ROWS: usize = 4096;
+/// Footer key of a compacted sample shard: the id shared by the shards one compaction
+/// wrote (the first shard's name)...
+pub const META_COMPACTION: &str = "rlprobe.compaction";
+/// ...and how many shards it wrote: a compaction counts only once all are present.
+pub const META_COMPACTION_SHARDS: &str = "rlprobe.compaction_shards";
 /// Held (flock) while compacting, so two compactions never interleave.
 pub const COMPACT_LOCK_FILE: &str = ".compact.lock";
 /// Footer key of a compacted table: the part files it absorbed (a JSON array of names).
@@ -25,8 +34,26 @@ pub fn part_name(index: u64) -> String {
     format!("{PART_PREFIX}{index:05}.parquet")
 }
 
+/// `shard-00003.parquet` → 3.
+pub fn shard_index(name: &str) -> Option<u64> {
+    name.strip_prefix(SHARD_PREFIX)?.strip_suffix(".parquet")?.parse().ok()
+}
+
+pub fn shard_name(index: u64) -> String {
+    format!("{SHARD_PREFIX}{index:05}.parquet")
+}
+
 /// Published part files in `dir`, in index order (numeric, so part-100000 follows part-99999).
 pub fn list_parts(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    list_numbered(dir, part_index)
+}
+
+/// Sample shards in `dir`, in index order.
+pub fn list_shards(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    list_numbered(dir, shard_index)
+}
+
+fn list_numbered(dir: &Path, index_of: fn(&str) -> Option<u64>) -> io::Result<Vec<(u64, PathBuf)>> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -35,7 +62,7 @@ pub fn list_parts(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut parts = Vec::new();
     for entry in entries {
         let entry = entry?;
-        if let Some(i) = part_index(&entry.file_name().to_string_lossy()) {
+        if let Some(i) = index_of(&entry.file_name().to_string_lossy()) {
             parts.push((i, entry.path()));
         }
     }

@@ -10,6 +10,7 @@
 //! - `steps_files`: which files hold a run's steps (reads each step once)
 //! - `compact`: atomic, crash-safe compaction of part files
 //! - `events`: the append-only events.jsonl
+//! - `samples`: per-sample forensics (selection, wire form, shards, filtered reads)
 //! - `synth`: a realistic synthetic step table for benchmarks
 
 pub mod atomic;
@@ -20,6 +21,7 @@ pub mod layout;
 pub mod parquet_io;
 pub mod props;
 pub mod ring;
+pub mod samples;
 pub mod schema;
 pub mod steps_files;
 pub mod synth;

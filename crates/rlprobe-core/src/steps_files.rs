@@ -48,7 +48,7 @@ pub fn compacted_footer(file: &File) -> io::Result<(HashSet<String>, u64)> {
 }
 
 /// Parses the JSON array of part names we write (`["part-00000.parquet",…]`).
-fn parse_name_list(v: &str) -> HashSet<String> {
+pub fn parse_name_list(v: &str) -> HashSet<String> {
     v.trim()
         .trim_start_matches('[')
         .trim_end_matches(']')

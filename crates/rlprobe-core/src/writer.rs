@@ -21,6 +21,10 @@ use crate::compact::{compact_steps, next_part_index, CompactReport};
 use crate::encoding::StepBatch;
 use crate::events::{event_line, EventLog};
 use crate::layout::{part_name, EVENTS_FILE, STEPS_PARTS_DIR};
+use crate::samples::batch::SampleBatch;
+use crate::samples::compact_samples;
+use crate::samples::files::{open_sample_sources, samples_dir};
+use crate::samples::wire::{decode_batch, BadSample};
 use crate::parquet_io::{prewarm, write_table};
 use crate::props::Codec;
 use crate::ring::{self, PushError, RingMemory};
@@ -41,6 +45,11 @@ pub struct RecorderOptions {
     /// How often an idle writer thread looks at the queue and refreshes the published
     /// clock records are stamped with.
     pub tick: Duration,
+    /// Bytes of encoded samples the queue holds before further `logSamples` calls drop.
+    pub sample_queue_bytes: usize,
+    /// A sample part is published early once its buffered rows reach about this size, so
+    /// long completions cannot pile up between two flushes.
+    pub sample_part_bytes: usize,
 }
 
 impl RecorderOptions {
@@ -55,6 +64,8 @@ impl RecorderOptions {
             events_fsync_every: Duration::from_secs(1),
             // also the resolution of the clock published for timestamps (ring.rs NOW)
             tick: Duration::from_millis(10),
+            sample_queue_bytes: 64 << 20,
+            sample_part_bytes: 16 << 20,
         }
     }
 }
@@ -68,6 +79,8 @@ const SLOTS_PER_RECORD: usize = 96;
 #[repr(align(128))]
 struct ProducerCounters {
     bad_reported: AtomicU64,
+    samples_logged: AtomicU64,
+    samples_dropped: AtomicU64,
 }
 
 /// Written by the writer thread only (events_written: under the event-log lock).
@@ -78,6 +91,9 @@ struct WriterCounters {
     bad_decoded: AtomicU64,
     lost_in_writer: AtomicU64,
     events_written: AtomicU64,
+    samples_written: AtomicU64,
+    samples_bad: AtomicU64,
+    samples_lost: AtomicU64,
 }
 
 #[derive(Default)]
@@ -106,6 +122,15 @@ pub struct CountersSnapshot {
     pub pending: u64,
     pub events_written: u64,
     pub events_dropped: u64,
+    /// Samples handed to the writer (after selection).
+    pub samples_logged: u64,
+    /// Samples in published part files.
+    pub samples_written: u64,
+    /// Refused by a full sample queue, or lost to a writer failure.
+    pub samples_dropped: u64,
+    /// Malformed samples (a `bad_record` event each).
+    pub samples_bad: u64,
+    pub samples_pending: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -137,6 +162,16 @@ struct Shared {
     control: Mutex<Control>,
     changed: Condvar,
     reported_drops: AtomicU64,
+    reported_sample_drops: AtomicU64,
+    samples: Mutex<SampleQueue>,
+    sample_queue_bytes: usize,
+}
+
+/// Encoded `logSamples` calls waiting for the writer, bounded by bytes.
+#[derive(Default)]
+struct SampleQueue {
+    batches: VecDeque<(Vec<u8>, u64)>,
+    bytes: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -151,6 +186,10 @@ impl Shared {
         let written = c.writer.written.load(Acquire);
         let dropped = self.ring.dropped() + c.writer.lost_in_writer.load(Acquire);
         let bad = c.producer.bad_reported.load(Acquire) + c.writer.bad_decoded.load(Acquire);
+        let samples_logged = c.producer.samples_logged.load(Acquire);
+        let samples_written = c.writer.samples_written.load(Acquire);
+        let samples_dropped = c.producer.samples_dropped.load(Acquire) + c.writer.samples_lost.load(Acquire);
+        let samples_bad = c.writer.samples_bad.load(Acquire);
         CountersSnapshot {
             logged,
             written,
@@ -159,6 +198,11 @@ impl Shared {
             pending: logged.saturating_sub(written + dropped + bad),
             events_written: c.writer.events_written.load(Acquire),
             events_dropped: c.events_dropped.load(Acquire),
+            samples_logged,
+            samples_written,
+            samples_dropped,
+            samples_bad,
+            samples_pending: samples_logged.saturating_sub(samples_written + samples_dropped + samples_bad),
         }
     }
 
@@ -198,7 +242,9 @@ impl Recorder {
         let parts_dir = opts.run_dir.join(STEPS_PARTS_DIR);
         std::fs::create_dir_all(&parts_dir)?;
         remove_stray_temps(&parts_dir, ".part-")?;
+        remove_stray_temps(&samples_dir(&opts.run_dir), ".part-")?;
         let next_part = next_part_index(&opts.run_dir)?;
+        let next_sample_part = open_sample_sources(&opts.run_dir)?.next_part;
         let event_log = EventLog::open(&opts.run_dir.join(EVENTS_FILE))?;
         let capacity = opts.queue_capacity.max(1);
         let (producer, consumer) = ring::channel(capacity, capacity.saturating_mul(SLOTS_PER_RECORD));
@@ -214,6 +260,9 @@ impl Recorder {
             control: Mutex::new(Control::default()),
             changed: Condvar::new(),
             reported_drops: AtomicU64::new(0),
+            reported_sample_drops: AtomicU64::new(0),
+            samples: Mutex::new(SampleQueue::default()),
+            sample_queue_bytes: opts.sample_queue_bytes.max(1),
         });
         let state = WriterThread {
             batch: StepBatch::new(opts.rank),
@@ -221,6 +270,8 @@ impl Recorder {
             consumer,
             shared: shared.clone(),
             next_part,
+            samples: SampleBatch::default(),
+            next_sample_part,
             last_publish: Instant::now(),
             record: Vec::with_capacity(256),
             opts: opts.clone(),
@@ -287,6 +338,25 @@ impl Recorder {
             // counted as dropped by the ring
             Err(PushError::Full) | Err(PushError::TooLarge) => false,
         }
+    }
+
+    /// Enqueues one encoded `logSamples` call holding `count` samples. Never blocks;
+    /// false (the samples counted as dropped) when the sample queue is full.
+    pub fn push_samples(&self, encoded: Vec<u8>, count: u64) -> bool {
+        bump(&self.shared.counters.producer.samples_logged, count);
+        {
+            let mut q = lock(&self.shared.samples);
+            // one call larger than the whole queue still goes in when the queue is empty
+            if q.bytes > 0 && q.bytes + encoded.len() > self.shared.sample_queue_bytes {
+                drop(q);
+                bump(&self.shared.counters.producer.samples_dropped, count);
+                return false;
+            }
+            q.bytes += encoded.len();
+            q.batches.push_back((encoded, count));
+        }
+        self.writer.unpark();
+        true
     }
 
     /// A record the encoder refused: counted as logged and bad, its event queued.
@@ -396,6 +466,8 @@ struct WriterThread {
     batch: StepBatch,
     record: Vec<f64>,
     next_part: u64,
+    samples: SampleBatch,
+    next_sample_part: u64,
     last_publish: Instant,
 }
 
@@ -413,6 +485,9 @@ impl WriterThread {
                 let lost = self.batch.rows() as u64;
                 self.batch.reset();
                 bump(&self.shared.counters.writer.lost_in_writer, lost);
+                let lost_samples = self.samples.rows() as u64;
+                let _ = self.samples.take();
+                bump(&self.shared.counters.writer.samples_lost, lost_samples);
                 self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
             }
             let mut c = lock(&self.shared.control);
@@ -439,14 +514,18 @@ impl WriterThread {
             lock(&self.shared.control).last_error = Some(format!("events.jsonl: {e}"));
         }
         self.drain();
+        self.drain_samples();
+        let buffered = self.batch.rows() > 0 || self.samples.rows() > 0;
         let due = self.batch.rows() >= self.opts.flush_steps
-            || (self.batch.rows() > 0 && self.last_publish.elapsed() >= self.opts.flush_interval);
+            || (buffered && self.last_publish.elapsed() >= self.opts.flush_interval);
         let forced = {
             let c = lock(&self.shared.control);
             c.flush_requested > c.flush_done
         };
         if due || forced || stopping {
+            // samples go out on the steps' cadence
             self.publish_part();
+            self.publish_sample_part();
             self.report_drops();
         }
         let mut log = lock(&self.shared.event_log);
@@ -478,6 +557,94 @@ impl WriterThread {
             if self.batch.rows() >= self.opts.flush_steps.max(1) {
                 // a backlog is published in parts of `flush_steps` rows, never one huge part
                 self.publish_part();
+            }
+        }
+    }
+
+    /// Decodes queued `logSamples` calls into the sample buffer; malformed samples become
+    /// `bad_record` events. A buffer past `sample_part_bytes` is published at once.
+    fn drain_samples(&mut self) {
+        loop {
+            let Some((encoded, count)) = ({
+                let mut q = lock(&self.shared.samples);
+                let next = q.batches.pop_front();
+                if let Some((b, _)) = &next {
+                    q.bytes -= b.len();
+                }
+                next
+            }) else {
+                break;
+            };
+            match decode_batch(&encoded, self.shared.rank) {
+                Ok((rows, bad)) => {
+                    for b in &bad {
+                        self.report_bad_sample(b);
+                    }
+                    bump(&self.shared.counters.writer.samples_bad, bad.len() as u64);
+                    for row in rows {
+                        self.samples.push(row);
+                    }
+                }
+                Err(reason) => {
+                    bump(&self.shared.counters.writer.samples_bad, count);
+                    let line = event_line(
+                        "bad_record",
+                        None,
+                        self.shared.rank,
+                        &format!("{count} samples dropped by the writer: {reason}"),
+                        &format!("{{\"field\":\"samples\",\"reason\":{}}}", crate::events::json_string(&reason)),
+                    );
+                    let _ = self.shared.write_events(Some(&line));
+                }
+            }
+            if self.samples.bytes() >= self.opts.sample_part_bytes {
+                self.publish_sample_part();
+            }
+        }
+    }
+
+    fn report_bad_sample(&self, b: &BadSample) {
+        use crate::events::json_string;
+        let line = event_line(
+            "bad_record",
+            b.step,
+            self.shared.rank,
+            &format!("sample {} dropped: `{}` {} (got {} {})", b.index, b.field, b.reason, b.value_type, b.value_preview),
+            &format!(
+                "{{\"record\":\"sample\",\"index\":{},\"field\":{},\"reason\":{},\"value_type\":{},\"value_preview\":{}}}",
+                b.index,
+                json_string(&b.field),
+                json_string(&b.reason),
+                json_string(&b.value_type),
+                json_string(&b.value_preview)
+            ),
+        );
+        let _ = self.shared.write_events(Some(&line));
+    }
+
+    fn publish_sample_part(&mut self) {
+        if self.samples.rows() == 0 {
+            return;
+        }
+        let rows = self.samples.rows() as u64;
+        let name = part_name(self.next_sample_part);
+        let dir = samples_dir(&self.opts.run_dir);
+        let result = self.samples.take().map_err(std::io::Error::other).and_then(|batch| {
+            std::fs::create_dir_all(&dir)?;
+            publish(&dir, &name, |file| {
+                let mut w = crate::parquet_io::arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
+                w.write(&batch).map_err(crate::parquet_io::to_io)?;
+                Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
+            })
+        });
+        match result {
+            Ok(()) => {
+                self.next_sample_part += 1;
+                bump(&self.shared.counters.writer.samples_written, rows);
+            }
+            Err(e) => {
+                bump(&self.shared.counters.writer.samples_lost, rows);
+                self.shared.record_error(format!("{rows} samples lost: writing samples/{name} failed: {e}"));
             }
         }
     }
@@ -535,11 +702,31 @@ impl WriterThread {
             let _ = self.shared.write_events(Some(&line));
             self.shared.reported_drops.store(total, Relaxed);
         }
+        let c = &self.shared.counters;
+        let total = c.producer.samples_dropped.load(Acquire);
+        let reported = self.shared.reported_sample_drops.load(Relaxed);
+        if total > reported {
+            let new = total - reported;
+            let line = event_line(
+                "recorder_drops",
+                None,
+                self.shared.rank,
+                &format!("{new} samples dropped: the sample queue was full ({total} in total)"),
+                &format!("{{\"count\":{new},\"total\":{total},\"record\":\"sample\"}}"),
+            );
+            let _ = self.shared.write_events(Some(&line));
+            self.shared.reported_sample_drops.store(total, Relaxed);
+        }
     }
 
     fn finish(&mut self, compact: bool) -> CloseReport {
         let compaction = if compact {
-            match catch_unwind(AssertUnwindSafe(|| compact_steps(&self.opts.run_dir))) {
+            let both = || {
+                let steps = compact_steps(&self.opts.run_dir)?;
+                let samples = compact_samples(&self.opts.run_dir)?;
+                Ok::<_, std::io::Error>(CompactReport { sample_parts_merged: samples.parts_merged, sample_rows: samples.rows, ..steps })
+            };
+            match catch_unwind(AssertUnwindSafe(both)) {
                 Ok(Ok(r)) => Some(r),
                 Ok(Err(e)) => {
                     self.shared.record_error(format!("compaction failed (parts kept): {e}"));

@@ -1,13 +1,32 @@
+import path from 'node:path';
+
 import { Command, Option } from 'clipanion';
 
 import { compactRun } from '../../compact.js';
+import type { CompactProgress } from '../../compact.js';
 import { ProbeCommand } from '../base-command.js';
 import { bytes } from '../format.js';
+import { Progress } from '../progress.js';
+
+function describe(p: CompactProgress): string {
+  const r = p.result;
+  const where = p.unit.rank === 0 ? '' : `${path.basename(p.unit.dir)} `;
+  const merged = r.partsMerged ? `merged ${r.partsMerged} part file${r.partsMerged === 1 ? '' : 's'}` : 'already compact';
+  const cleanup = r.leftoversRemoved ? `, removed ${r.leftoversRemoved} part(s) left by an interrupted compaction` : '';
+  const size =
+    p.unit.what === 'steps'
+      ? `; steps.parquet has ${r.rows} rows (${bytes(r.bytes)})`
+      : r.partsMerged
+        ? `; ${r.rows} samples into new shards (${bytes(r.bytes)})`
+        : '';
+  return `${where}${p.unit.what}: ${merged}${cleanup}${size}`;
+}
 
 export class CompactCommand extends ProbeCommand {
   static paths = [['compact']];
   static usage = Command.Usage({
-    description: 'Merge step part files into steps.parquet (atomic, idempotent; works on crashed and live runs)',
+    description: 'Merge part files into steps.parquet and 4096-row sample shards, in the run and every rank directory',
+    details: 'Atomic and idempotent; works on crashed and live runs. Only merges part files: no recorded value is rewritten.',
     examples: [['Compact a crashed run', '$0 compact runs/exp1']],
   });
 
@@ -15,16 +34,14 @@ export class CompactCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
 
   async exec(): Promise<number> {
-    const result = compactRun(this.run);
+    const progress = this.json ? null : new Progress(this.context.stderr, 'compacting');
+    const result = compactRun(this.run, (p) => progress?.update(p.done, p.total, `${p.unit.rank === 0 ? '' : `${path.basename(p.unit.dir)} `}${p.unit.what}`));
+    progress?.done();
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify(result)}\n`);
       return 0;
     }
-    const what = result.partsMerged
-      ? `merged ${result.partsMerged} part file${result.partsMerged === 1 ? '' : 's'}`
-      : 'already compact';
-    const cleanup = result.leftoversRemoved ? `, removed ${result.leftoversRemoved} part(s) left by an interrupted compaction` : '';
-    this.context.stdout.write(`${this.run}: ${what}${cleanup}; steps.parquet has ${result.rows} rows (${bytes(result.bytes)})\n`);
+    for (const p of result.units) this.context.stdout.write(`${this.run}: ${describe(p)}\n`);
     return 0;
   }
 }

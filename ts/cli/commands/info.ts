@@ -34,10 +34,17 @@ export class InfoCommand extends ProbeCommand {
     const { events, skippedLines } = reader.eventsWithDiagnostics();
     const byKind: Record<string, number> = {};
     let dropped = 0;
+    let droppedSamples = 0;
     for (const e of events) {
       byKind[e.kind] = (byKind[e.kind] ?? 0) + 1;
-      if (e.kind === RECORDER_EVENT_KINDS.drops && typeof e.data.count === 'number') dropped += e.data.count;
+      if (e.kind === RECORDER_EVENT_KINDS.drops && typeof e.data.count === 'number') {
+        if (e.data.record === 'sample') droppedSamples += e.data.count;
+        else dropped += e.data.count;
+      }
     }
+    const sampleFiles = reader.sampleFiles();
+    const sampleRows = sampleFiles.reduce((a, f) => a + f.rows, 0);
+    const sampleRanks = [...new Set(sampleFiles.map((f) => f.rank))];
     const status = runStatus(events);
     const last = events.at(-1) ?? null;
     const lastWrite = reader.lastWriteMs();
@@ -56,6 +63,13 @@ export class InfoCommand extends ProbeCommand {
       events_by_kind: byKind,
       unreadable_event_lines: skippedLines,
       dropped_steps: dropped,
+      samples: sampleRows,
+      sample_files: sampleFiles.length,
+      sample_bytes: sampleFiles.reduce((a, f) => a + f.bytes, 0),
+      sample_ranks: sampleRanks,
+      rank_dirs: reader.rankDirs().length,
+      dropped_samples: droppedSamples,
+      migrated_from: reader.adapter.migrated ? reader.adapter.fromVersion : null,
       bad_records: byKind[RECORDER_EVENT_KINDS.badRecord] ?? 0,
       status: { state: status.state, summary: status.summary },
       last_event: last,
@@ -73,12 +87,13 @@ export class InfoCommand extends ProbeCommand {
       ['run', `${m.run_id}  (${m.algorithm}${m.model_name ? `, ${m.model_name}` : ''}, world size ${m.world_size})`],
       ['directory', reader.runDir],
       ['created', m.created_at],
-      ['format', `schema_version ${m.schema_version}`],
+      ['format', reader.adapter.migrated ? `schema_version ${reader.adapter.fromVersion}, migrated on read to ${m.schema_version}` : `schema_version ${m.schema_version}`],
       ['layout', `${layout}: ${files.length} file${files.length === 1 ? '' : 's'}, ${bytes(info.bytes)}${leftovers ? `, ${leftovers} absorbed part(s) awaiting cleanup` : ''}`],
       ['steps', steps.length ? `${min} … ${max}  (${steps.length} rows, ${columns.length} columns)` : 'none yet'],
+      ['samples', sampleRows ? `${sampleRows} in ${sampleFiles.length} file${sampleFiles.length === 1 ? '' : 's'} (${bytes(info.sample_bytes)})${sampleRanks.length > 1 || sampleRanks[0] !== 0 ? `, ranks ${sampleRanks.join(', ')}` : ''}` : 'none'],
       ['status', status.summary],
       ['events', `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
-      ['drops', dropped ? `${dropped} step records dropped (queue full)` : 'none'],
+      ['drops', dropped || droppedSamples ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : ''].filter(Boolean).join(', ') + ' dropped (queue full)' : 'none'],
       ['bad records', String(info.bad_records || 'none')],
     ];
     if (last) rows.push(['last event', `${isoSeconds(last.timestamp)}  ${last.kind}${last.step !== null ? ` @ step ${last.step}` : ''}  ${last.message}`]);

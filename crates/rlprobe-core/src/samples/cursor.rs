@@ -1,0 +1,205 @@
+//! Streaming, filtered reads of a run directory's samples: one bounded batch at a time,
+//! so scanning a million samples with 100 KB completions never holds more than a batch.
+//! Row groups whose `step` statistics miss the requested range are skipped unread.
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::Path;
+
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use arrow::datatypes::{DataType, Int64Type};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::statistics::Statistics;
+
+use super::files::{open_sample_sources, SampleFile};
+use crate::parquet_io::to_io;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SampleFilter {
+    /// Inclusive step range.
+    pub step_min: Option<i64>,
+    pub step_max: Option<i64>,
+    /// Keep only these capture reasons (empty: any).
+    pub reasons: Vec<String>,
+    pub group: Option<String>,
+}
+
+impl SampleFilter {
+    fn filters_rows(&self) -> bool {
+        self.step_min.is_some() || self.step_max.is_some() || !self.reasons.is_empty() || self.group.is_some()
+    }
+
+    fn columns(&self) -> Vec<&'static str> {
+        let mut c = Vec::new();
+        if self.step_min.is_some() || self.step_max.is_some() {
+            c.push("step");
+        }
+        if !self.reasons.is_empty() {
+            c.push("capture_reason");
+        }
+        if self.group.is_some() {
+            c.push("group_id");
+        }
+        c
+    }
+
+    fn step_in(&self, s: i64) -> bool {
+        self.step_min.is_none_or(|m| s >= m) && self.step_max.is_none_or(|m| s <= m)
+    }
+
+    /// False when the row group's statistics prove no row can match the step range.
+    fn may_match(&self, rg: &RowGroupMetaData, step_leaf: Option<usize>) -> bool {
+        let Some(i) = step_leaf else { return true };
+        let (lo, hi) = match rg.column(i).statistics() {
+            Some(Statistics::Int64(s)) => match (s.min_opt(), s.max_opt()) {
+                (Some(a), Some(b)) => (*a, *b),
+                _ => return true,
+            },
+            Some(Statistics::Int32(s)) => match (s.min_opt(), s.max_opt()) {
+                (Some(a), Some(b)) => (*a as i64, *b as i64),
+                _ => return true,
+            },
+            _ => return true,
+        };
+        self.step_min.is_none_or(|m| hi >= m) && self.step_max.is_none_or(|m| lo <= m)
+    }
+}
+
+pub struct SampleCursor {
+    files: VecDeque<SampleFile>,
+    reader: Option<ParquetRecordBatchReader>,
+    filter: SampleFilter,
+    columns: Option<Vec<String>>,
+    batch_rows: usize,
+    /// Row groups skipped by statistics (for tests and `--verbose` output).
+    pub row_groups_skipped: u64,
+}
+
+impl SampleCursor {
+    /// Opens every sample file of `run_dir` (not its rank sub-directories) for reading.
+    /// `columns` restricts the output columns (None: all).
+    pub fn open(run_dir: &Path, filter: SampleFilter, columns: Option<Vec<String>>, batch_rows: usize) -> io::Result<Self> {
+        let sources = open_sample_sources(run_dir)?;
+        Ok(SampleCursor {
+            files: sources.files.into(),
+            reader: None,
+            filter,
+            columns,
+            batch_rows: batch_rows.max(1),
+            row_groups_skipped: 0,
+        })
+    }
+
+    /// The next non-empty batch of matching samples, or None when done.
+    pub fn next_batch(&mut self) -> io::Result<Option<RecordBatch>> {
+        loop {
+            if let Some(r) = &mut self.reader {
+                match r.next() {
+                    Some(b) => {
+                        let b = b.map_err(to_io)?;
+                        let b = self.apply(b)?;
+                        if b.num_rows() > 0 {
+                            return Ok(Some(b));
+                        }
+                        continue;
+                    }
+                    None => self.reader = None,
+                }
+            }
+            let Some(f) = self.files.pop_front() else { return Ok(None) };
+            self.reader = self.open_file(&f)?;
+        }
+    }
+
+    fn open_file(&mut self, f: &SampleFile) -> io::Result<Option<ParquetRecordBatchReader>> {
+        let b = ParquetRecordBatchReaderBuilder::try_new(f.file.try_clone()?)
+            .map_err(|e| io::Error::other(format!("{}: {e}", f.path.display())))?
+            .with_batch_size(self.batch_rows);
+        let meta = b.metadata().clone();
+        let parquet_schema = b.parquet_schema();
+        let step_leaf = parquet_schema.columns().iter().position(|c| c.path().string() == "step");
+        let groups: Vec<usize> = (0..meta.num_row_groups())
+            .filter(|&i| self.filter.may_match(meta.row_group(i), step_leaf))
+            .collect();
+        self.row_groups_skipped += (meta.num_row_groups() - groups.len()) as u64;
+        if groups.is_empty() {
+            return Ok(None);
+        }
+        let mut b = b.with_row_groups(groups);
+        if let Some(cols) = &self.columns {
+            let needed = self.filter.columns();
+            let roots: Vec<usize> = b
+                .schema()
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, fl)| cols.iter().any(|c| c == fl.name()) || needed.contains(&fl.name().as_str()))
+                .map(|(i, _)| i)
+                .collect();
+            let mask = ProjectionMask::roots(b.parquet_schema(), roots);
+            b = b.with_projection(mask);
+        }
+        Ok(Some(b.build().map_err(to_io)?))
+    }
+
+    /// Filters rows, then drops columns only the filter needed.
+    fn apply(&self, batch: RecordBatch) -> io::Result<RecordBatch> {
+        let mut batch = batch;
+        if self.filter.filters_rows() {
+            let mask = self.row_mask(&batch)?;
+            batch = arrow::compute::filter_record_batch(&batch, &mask).map_err(to_io)?;
+        }
+        if let Some(cols) = &self.columns {
+            let keep: Vec<usize> = batch
+                .schema()
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| cols.iter().any(|c| c == f.name()))
+                .map(|(i, _)| i)
+                .collect();
+            batch = batch.project(&keep).map_err(to_io)?;
+        }
+        Ok(batch)
+    }
+
+    fn row_mask(&self, batch: &RecordBatch) -> io::Result<BooleanArray> {
+        let n = batch.num_rows();
+        let mut keep = vec![true; n];
+        let f = &self.filter;
+        if f.step_min.is_some() || f.step_max.is_some() {
+            match batch.column_by_name("step").filter(|a| a.data_type() != &DataType::Null) {
+                None => keep.fill(false),
+                Some(a) => {
+                    let a = arrow::compute::cast(a, &DataType::Int64).map_err(to_io)?;
+                    let a = a.as_primitive::<Int64Type>();
+                    for (i, k) in keep.iter_mut().enumerate() {
+                        *k &= a.is_valid(i) && f.step_in(a.value(i));
+                    }
+                }
+            }
+        }
+        let mut text_filter = |name: &str, accept: &dyn Fn(&str) -> bool| -> io::Result<()> {
+            match batch.column_by_name(name).filter(|a| a.data_type() != &DataType::Null) {
+                None => keep.fill(false),
+                Some(a) => {
+                    let a = arrow::compute::cast(a, &DataType::Utf8).map_err(to_io)?;
+                    let a = a.as_string::<i32>();
+                    for (i, k) in keep.iter_mut().enumerate() {
+                        *k &= a.is_valid(i) && accept(a.value(i));
+                    }
+                }
+            }
+            Ok(())
+        };
+        if !f.reasons.is_empty() {
+            text_filter("capture_reason", &|s| f.reasons.iter().any(|r| r == s))?;
+        }
+        if let Some(g) = &f.group {
+            text_filter("group_id", &|s| s == g)?;
+        }
+        Ok(BooleanArray::from(keep))
+    }
+}

@@ -1,0 +1,23 @@
+//! Per-sample forensics (format: samples): which samples to keep, their wire form from
+//! the JS encoder, the part files the writer publishes, their compaction into shards, and
+//! filtered streaming reads.
+//!
+//! - `select`: stratified top-k / bottom-k / random selection
+//! - `wire`: decoding and validating one `logSamples` call
+//! - `batch`: rows → an Arrow batch with the format's column types
+//! - `schema`: unifying sample tables from any writer
+//! - `files`: which files hold the samples (each read once, whatever the layout)
+//! - `compact`: parts → 4096-row shards, crash-safe and streaming
+//! - `cursor`: filtered, bounded-memory reads
+
+pub mod batch;
+pub mod compact;
+pub mod cursor;
+pub mod files;
+pub mod schema;
+pub mod select;
+pub mod wire;
+
+pub use compact::compact_samples;
+pub use cursor::{SampleCursor, SampleFilter};
+pub use select::{select_samples, CaptureReason, SamplingConfig};

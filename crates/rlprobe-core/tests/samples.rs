@@ -1,0 +1,222 @@
+//! Samples end to end, without Node: wire batches in, part files, shard compaction with
+//! crash-shaped leftovers, resumed writers, and filtered streaming reads.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+use rlprobe_core::layout::{list_parts, list_shards, SAMPLES_DIR};
+use rlprobe_core::samples::wire::{WireValue as W, WireWriter};
+use rlprobe_core::samples::{compact_samples, CaptureReason, SampleCursor, SampleFilter};
+use rlprobe_core::{Recorder, RecorderOptions};
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rlprobe-it-samples-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opts(dir: &Path) -> RecorderOptions {
+    let mut o = RecorderOptions::new(dir);
+    o.flush_steps = 50;
+    o.flush_interval = Duration::from_secs(60);
+    o
+}
+
+/// One call of `per_step` samples at `step`; sample i gets group `g{i % 4}` and reward i.
+fn push_step_samples(rec: &Recorder, step: i64, per_step: u32, text: &str) {
+    let mut w = WireWriter::new(Some(step));
+    for i in 0..per_step {
+        let reason = if i % 2 == 0 { CaptureReason::TopK } else { CaptureReason::Random };
+        let group = format!("g{}", i % 4);
+        w.sample(
+            i,
+            Some(reason),
+            &[
+                ("group_id", W::Str(&group)),
+                ("completion_text", W::Str(text)),
+                ("reward_total", W::Number(i as f64)),
+                ("reward_components", W::Object(vec![("fmt", 1.0)])),
+                ("completion_len", W::Number(text.len() as f64)),
+                ("truncated", W::Bool(i == 0)),
+            ],
+        );
+    }
+    assert!(rec.push_samples(w.buf, per_step as u64));
+}
+
+fn read_all(dir: &Path, filter: SampleFilter, columns: Option<Vec<String>>) -> Vec<RecordBatch> {
+    let mut c = SampleCursor::open(dir, filter, columns, 1000).unwrap();
+    let mut out = Vec::new();
+    while let Some(b) = c.next_batch().unwrap() {
+        out.push(b);
+    }
+    out
+}
+
+fn ids(batches: &[RecordBatch]) -> Vec<String> {
+    let mut v = Vec::new();
+    for b in batches {
+        let a = b.column_by_name("sample_id").unwrap().as_string::<i32>();
+        v.extend((0..a.len()).map(|i| a.value(i).to_string()));
+    }
+    v
+}
+
+fn rows(batches: &[RecordBatch]) -> usize {
+    batches.iter().map(RecordBatch::num_rows).sum()
+}
+
+#[test]
+fn samples_are_written_compacted_into_shards_and_read_with_filters() {
+    let dir = tempdir("basic");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 0..1250 {
+        push_step_samples(&rec, step, 8, "the answer is 4");
+    }
+    assert!(rec.flush(Duration::from_secs(30)));
+    let c = rec.counters();
+    assert_eq!((c.samples_logged, c.samples_written, c.samples_dropped, c.samples_bad), (10_000, 10_000, 0, 0));
+    assert!(!list_parts(&dir.join(SAMPLES_DIR)).unwrap().is_empty());
+    // readable while live, in order
+    let live = ids(&read_all(&dir, SampleFilter::default(), None));
+    assert_eq!(live.len(), 10_000);
+    assert_eq!(live[9], "1_1");
+
+    let report = rec.close(true, Duration::from_secs(60)).unwrap();
+    let comp = report.compaction.unwrap();
+    assert_eq!(comp.sample_rows, 10_000);
+    let shards = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
+    assert_eq!(shards.len(), 3, "4096 + 4096 + 1808");
+    assert!(list_parts(&dir.join(SAMPLES_DIR)).unwrap().is_empty());
+    assert_eq!(ids(&read_all(&dir, SampleFilter::default(), None)), live);
+
+    // filters: step range (row groups pruned by statistics), reason, group, projection
+    let f = SampleFilter { step_min: Some(1000), step_max: Some(1009), ..Default::default() };
+    let mut cursor = SampleCursor::open(&dir, f, None, 1000).unwrap();
+    let mut n = 0;
+    while let Some(b) = cursor.next_batch().unwrap() {
+        let steps = b.column_by_name("step").unwrap().as_primitive::<Int64Type>();
+        assert!(steps.values().iter().all(|s| (1000..=1009).contains(s)));
+        n += b.num_rows();
+    }
+    assert_eq!(n, 80);
+    assert!(cursor.row_groups_skipped >= 2, "shards outside the range are skipped unread: {}", cursor.row_groups_skipped);
+    let f = SampleFilter { reasons: vec!["top_k".into()], group: Some("g2".into()), ..Default::default() };
+    let got = read_all(&dir, f, Some(vec!["sample_id".into()]));
+    assert_eq!(rows(&got), 2500, "samples 2 and 6 of each step");
+    assert_eq!(got[0].num_columns(), 1, "filter columns are not returned unless asked for");
+    assert!(ids(&got).iter().all(|id| id.ends_with("_2") || id.ends_with("_6")));
+}
+
+#[test]
+fn an_interrupted_compaction_never_loses_or_doubles_a_sample() {
+    let dir = tempdir("crash");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 0..1100 {
+        push_step_samples(&rec, step, 8, "x");
+    }
+    rec.close(false, Duration::from_secs(60)).unwrap();
+    let sdir = dir.join(SAMPLES_DIR);
+    let saved = dir.join("saved-parts");
+    fs::create_dir_all(&saved).unwrap();
+    for (_, p) in list_parts(&sdir).unwrap() {
+        fs::copy(&p, saved.join(p.file_name().unwrap())).unwrap();
+    }
+    let restore = || {
+        for e in fs::read_dir(&saved).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), sdir.join(e.file_name())).unwrap();
+        }
+    };
+    let all = ids(&read_all(&dir, SampleFilter::default(), None));
+    assert_eq!(all.len(), 8800);
+
+    compact_samples(&dir).unwrap();
+    // crash after the last shard, before the parts were deleted
+    restore();
+    assert_eq!(ids(&read_all(&dir, SampleFilter::default(), None)), all);
+    // crash before the last shard was published: the others are ignored
+    let shards = list_shards(&sdir).unwrap();
+    assert_eq!(shards.len(), 3);
+    fs::remove_file(&shards[2].1).unwrap();
+    assert_eq!(ids(&read_all(&dir, SampleFilter::default(), None)), all);
+    // the next compaction cleans up and finishes
+    let r = compact_samples(&dir).unwrap();
+    assert_eq!(r.rows, 8800);
+    assert_eq!(ids(&read_all(&dir, SampleFilter::default(), None)), all);
+    assert!(list_parts(&sdir).unwrap().is_empty());
+    assert_eq!(list_shards(&sdir).unwrap().len(), 3);
+    // idempotent
+    let again = compact_samples(&dir).unwrap();
+    assert_eq!((again.parts_merged, again.rows), (0, 0));
+}
+
+#[test]
+fn a_resumed_run_appends_shards_without_reusing_part_names() {
+    let dir = tempdir("resume");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 0..100 {
+        push_step_samples(&rec, step, 8, "a");
+    }
+    rec.close(true, Duration::from_secs(60)).unwrap();
+    let before: BTreeSet<PathBuf> = list_shards(&dir.join(SAMPLES_DIR)).unwrap().into_iter().map(|s| s.1).collect();
+    let mtimes: Vec<_> = before.iter().map(|p| fs::metadata(p).unwrap().modified().unwrap()).collect();
+
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 100..150 {
+        push_step_samples(&rec, step, 8, "b");
+    }
+    assert!(rec.flush(Duration::from_secs(30)));
+    // the new part's name is past every name the shards absorbed
+    let parts = list_parts(&dir.join(SAMPLES_DIR)).unwrap();
+    assert!(parts[0].0 >= 1, "{parts:?}");
+    assert_eq!(rows(&read_all(&dir, SampleFilter::default(), None)), 1200);
+    rec.close(true, Duration::from_secs(60)).unwrap();
+    let after = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
+    assert_eq!(after.len(), before.len() + 1, "a new shard, old ones untouched");
+    for (p, t) in before.iter().zip(mtimes) {
+        assert_eq!(fs::metadata(p).unwrap().modified().unwrap(), t);
+    }
+    assert_eq!(rows(&read_all(&dir, SampleFilter::default(), None)), 1200);
+}
+
+#[test]
+fn bad_samples_become_events_and_a_full_queue_drops_whole_calls() {
+    let dir = tempdir("bad");
+    let mut o = opts(&dir);
+    o.sample_queue_bytes = 4096;
+    let mut rec = Recorder::open(o).unwrap();
+    let mut w = WireWriter::new(Some(3));
+    w.sample(0, None, &[("completion_len", W::Number(-1.0))]);
+    w.sample(1, None, &[("completion_text", W::Str("fine"))]);
+    assert!(rec.push_samples(w.buf, 2));
+    assert!(rec.flush(Duration::from_secs(10)));
+    let c = rec.counters();
+    assert_eq!((c.samples_written, c.samples_bad), (1, 1));
+    let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(events.contains("\"kind\":\"bad_record\"") && events.contains("completion_len"), "{events}");
+
+    // a queue of 4 KB: a burst of 3 KB calls keeps one or two and drops the rest, counted
+    let big = "z".repeat(3000);
+    let mut kept = 0;
+    for step in 0..20 {
+        let mut w = WireWriter::new(Some(step));
+        w.sample(0, None, &[("completion_text", W::Str(&big))]);
+        kept += rec.push_samples(w.buf, 1) as u64;
+    }
+    let report = rec.close(true, Duration::from_secs(30)).unwrap();
+    let c = report.counters;
+    assert_eq!(c.samples_logged, 22);
+    assert_eq!(c.samples_written, 1 + kept);
+    assert_eq!(c.samples_dropped, 20 - kept);
+    assert_eq!(c.samples_pending, 0);
+    let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    if kept < 20 {
+        assert!(events.contains("\"record\":\"sample\""), "a recorder_drops event for samples");
+    }
+}

@@ -1,0 +1,244 @@
+//! Samples across the boundary: stratified selection (sync, or on the libuv pool for a
+//! large batch), compaction, and a streaming cursor that hands JS one bounded batch of
+//! columns at a time.
+
+use std::path::PathBuf;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{DataType, Float64Type};
+use napi::bindgen_prelude::*;
+use napi::Task;
+use napi_derive::napi;
+use rlprobe_core::samples::select::call_seed;
+use rlprobe_core::samples::{select_samples, SampleCursor, SampleFilter, SamplingConfig};
+
+use crate::{err, io_err, NativeCompactReport};
+
+#[napi(object)]
+pub struct NativeSampling {
+    pub top_k: u32,
+    pub bottom_k: u32,
+    pub random_k: u32,
+    /// The recorder's seed; mixed with `call` into this call's draw.
+    pub seed: f64,
+    pub call: f64,
+}
+
+fn run_selection(rewards: &[f64], s: &NativeSampling) -> Vec<u32> {
+    let cfg = SamplingConfig { top_k: s.top_k as usize, bottom_k: s.bottom_k as usize, random_k: s.random_k as usize };
+    let seed = call_seed(s.seed as u64, s.call as u64);
+    let mut out = Vec::new();
+    for (i, r) in select_samples(rewards, cfg, seed) {
+        out.push(i);
+        out.push(r.code() as u32);
+    }
+    out
+}
+
+/// Picks the samples to keep from their rewards (NaN = missing): `[index, reason, …]`
+/// pairs in index order, reason codes 1 top_k, 2 bottom_k, 3 random, 4 all.
+#[napi(catch_unwind)]
+pub fn select_samples_sync(rewards: Float64Array, sampling: NativeSampling) -> Result<Uint32Array> {
+    Ok(Uint32Array::new(run_selection(&rewards, &sampling)))
+}
+
+pub struct SelectTask {
+    rewards: Vec<f64>,
+    sampling: NativeSampling,
+}
+
+impl Task for SelectTask {
+    type Output = Vec<u32>;
+    type JsValue = Uint32Array;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_selection(&self.rewards, &self.sampling)))
+            .map_err(|p| err("RLPROBE_PANIC", rlprobe_core::writer::panic_message(&p)))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(Uint32Array::new(output))
+    }
+}
+
+/// `selectSamplesSync` on the libuv thread pool, for batches large enough that the
+/// selection itself would show in the training loop. Same seed, same answer.
+#[napi(ts_return_type = "Promise<Uint32Array>")]
+pub fn select_samples_async(rewards: Float64Array, sampling: NativeSampling) -> AsyncTask<SelectTask> {
+    AsyncTask::new(SelectTask { rewards: rewards.to_vec(), sampling })
+}
+
+/// Merges a run's sample parts into 4096-row shards (atomic, idempotent, crash-safe).
+#[napi(catch_unwind)]
+pub fn compact_samples(run_dir: String) -> Result<NativeCompactReport> {
+    rlprobe_core::samples::compact_samples(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+}
+
+#[napi(object)]
+pub struct NativeSampleFile {
+    pub path: String,
+    pub rows: f64,
+    pub bytes: f64,
+    pub shard: bool,
+}
+
+#[napi(object)]
+pub struct NativeSampleFiles {
+    pub files: Vec<NativeSampleFile>,
+    /// Parts a finished compaction holds, still on disk.
+    pub absorbed_leftovers: u32,
+    /// Shards of a compaction that never finished (ignored by readers).
+    pub incomplete_shards: u32,
+}
+
+/// The files holding a run directory's samples (not its rank sub-directories).
+#[napi(catch_unwind)]
+pub fn sample_files(run_dir: String) -> Result<NativeSampleFiles> {
+    let s = rlprobe_core::samples::files::open_sample_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let mut files = Vec::new();
+    for f in &s.files {
+        let bytes = f.file.metadata().map_err(io_err)?.len() as f64;
+        let rows = rlprobe_core::parquet_io::row_count(f.file.try_clone().map_err(io_err)?).map_err(io_err)? as f64;
+        files.push(NativeSampleFile { path: f.path.display().to_string(), rows, bytes, shard: f.shard });
+    }
+    Ok(NativeSampleFiles {
+        files,
+        absorbed_leftovers: s.absorbed_leftovers.len() as u32,
+        incomplete_shards: s.incomplete_shards.len() as u32,
+    })
+}
+
+#[napi(object)]
+pub struct NativeSampleFilter {
+    pub step_min: Option<f64>,
+    pub step_max: Option<f64>,
+    pub reasons: Option<Vec<String>>,
+    pub group: Option<String>,
+}
+
+#[napi(object)]
+pub struct NativeSampleColumn {
+    pub name: String,
+    /// "int", "float", "bool", "text", "int_list" or "float_list"
+    pub kind: String,
+    /// Numbers (int, float, bool as 0/1; null rows NaN), or a list column's items.
+    pub values: Option<Float64Array>,
+    /// 1 where the row has a value; absent when every row has one.
+    pub valid: Option<Uint8Array>,
+    /// For lists: rows + 1 offsets into `values`.
+    pub offsets: Option<Int32Array>,
+    /// For text: one entry per row (null where the row has none).
+    pub texts: Option<Vec<Option<String>>>,
+}
+
+#[napi(object)]
+pub struct NativeSampleBatch {
+    pub rows: u32,
+    pub columns: Vec<NativeSampleColumn>,
+}
+
+/// A streaming read of one run directory's samples, filtered in Rust.
+#[napi]
+pub struct NativeSampleCursor {
+    cursor: SampleCursor,
+}
+
+#[napi]
+impl NativeSampleCursor {
+    #[napi(constructor, catch_unwind)]
+    pub fn new(run_dir: String, filter: NativeSampleFilter, columns: Option<Vec<String>>, batch_rows: u32) -> Result<Self> {
+        let f = SampleFilter {
+            step_min: filter.step_min.map(|x| x.ceil() as i64),
+            step_max: filter.step_max.map(|x| x.floor() as i64),
+            reasons: filter.reasons.unwrap_or_default(),
+            group: filter.group,
+        };
+        let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize).map_err(io_err)?;
+        Ok(NativeSampleCursor { cursor })
+    }
+
+    /// The next batch of matching samples, or null when done.
+    #[napi(catch_unwind)]
+    pub fn next(&mut self) -> Result<Option<NativeSampleBatch>> {
+        match self.cursor.next_batch().map_err(io_err)? {
+            None => Ok(None),
+            Some(b) => to_js(&b).map(Some),
+        }
+    }
+
+    /// Row groups skipped unread by their step statistics so far.
+    #[napi(getter)]
+    pub fn row_groups_skipped(&self) -> f64 {
+        self.cursor.row_groups_skipped as f64
+    }
+}
+
+fn validity(a: &dyn Array) -> Option<Uint8Array> {
+    (a.null_count() > 0).then(|| Uint8Array::new((0..a.len()).map(|i| a.is_valid(i) as u8).collect()))
+}
+
+fn to_js(batch: &RecordBatch) -> Result<NativeSampleBatch> {
+    let mut columns = Vec::new();
+    for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
+        let a = array.as_ref();
+        let dt = a.data_type();
+        let col = |kind: &str| NativeSampleColumn {
+            name: field.name().clone(),
+            kind: kind.into(),
+            values: None,
+            valid: validity(a),
+            offsets: None,
+            texts: None,
+        };
+        let numbers = |a: &dyn Array| -> Result<Vec<f64>> {
+            let cast = arrow::compute::cast(a, &DataType::Float64).map_err(|e| err("RLPROBE_IO", e))?;
+            let f = cast.as_primitive::<Float64Type>();
+            Ok((0..f.len()).map(|i| if f.is_valid(i) { f.value(i) } else { f64::NAN }).collect())
+        };
+        let out = match dt {
+            // a column that was never set (pyarrow writes Arrow null): absent
+            DataType::Null => continue,
+            _ if dt.is_integer() || dt.is_floating() || dt == &DataType::Boolean => {
+                let kind = if dt == &DataType::Boolean {
+                    "bool"
+                } else if dt.is_integer() {
+                    "int"
+                } else {
+                    "float"
+                };
+                NativeSampleColumn { values: Some(Float64Array::new(numbers(a)?)), ..col(kind) }
+            }
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                let cast = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| err("RLPROBE_IO", e))?;
+                let s = cast.as_string::<i32>();
+                let texts = (0..s.len()).map(|i| s.is_valid(i).then(|| s.value(i).to_string())).collect();
+                NativeSampleColumn { texts: Some(texts), ..col("text") }
+            }
+            DataType::List(inner) | DataType::LargeList(inner)
+                if inner.data_type().is_integer() || inner.data_type().is_floating() || inner.data_type() == &DataType::Null =>
+            {
+                let kind = if inner.data_type().is_floating() { "float_list" } else { "int_list" };
+                let cast = arrow::compute::cast(a, &DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new(
+                    "item",
+                    DataType::Float64,
+                    true,
+                ))))
+                .map_err(|e| err("RLPROBE_IO", e))?;
+                let l = cast.as_list::<i32>();
+                let offsets: Vec<i32> = l.value_offsets().to_vec();
+                let base = offsets[0];
+                let values = numbers(l.values().as_ref())?;
+                let end = *offsets.last().unwrap() as usize;
+                NativeSampleColumn {
+                    values: Some(Float64Array::new(values[base as usize..end].to_vec())),
+                    offsets: Some(Int32Array::new(offsets.iter().map(|o| o - base).collect())),
+                    ..col(kind)
+                }
+            }
+            // unknown column types (structs, binaries…) are ignored, as the format says
+            _ => continue,
+        };
+        columns.push(out);
+    }
+    Ok(NativeSampleBatch { rows: batch.num_rows() as u32, columns })
+}

@@ -1,0 +1,55 @@
+import type { NativeSampleBatch, NativeSampleColumn } from '../native.js';
+import { EXTRA_PREFIX, REWARD_COMPONENT_PREFIX } from '../schema/step-record.js';
+import { SAMPLE_TEXT_FIELDS } from '../schema/sample-record.js';
+import type { StoredSampleRecord } from '../schema/sample-record.js';
+
+function valid(col: NativeSampleColumn, row: number): boolean {
+  return col.valid === undefined || col.valid === null || col.valid[row] === 1;
+}
+
+/** A cell as the record field wants it (ids as text, lists as arrays, bools as booleans). */
+function cell(col: NativeSampleColumn, row: number): unknown {
+  switch (col.kind) {
+    case 'text':
+      return col.texts![row];
+    case 'bool':
+      return col.values![row] === 1;
+    case 'int_list':
+    case 'float_list': {
+      const o = col.offsets!;
+      return Array.from(col.values!.subarray(o[row], o[row + 1]));
+    }
+    default:
+      return col.values![row];
+  }
+}
+
+/**
+ * Rebuilds sample records from a native batch. Whatever the writer (ours, the Python
+ * package, an older rlprobe), ids come back as strings and the rank is filled in from the
+ * directory when a row has none.
+ */
+export function sampleRowsOf(batch: NativeSampleBatch, dirRank: number): StoredSampleRecord[] {
+  const out: StoredSampleRecord[] = new Array(batch.rows);
+  for (let r = 0; r < batch.rows; r++) out[r] = { step: NaN, sample_id: '', rank: dirRank };
+  for (const col of batch.columns) {
+    const name = col.name;
+    const component = name.startsWith(REWARD_COMPONENT_PREFIX) ? name.slice(REWARD_COMPONENT_PREFIX.length) : null;
+    const extra = name.startsWith(EXTRA_PREFIX) ? name.slice(EXTRA_PREFIX.length) : null;
+    const asText = SAMPLE_TEXT_FIELDS.has(name) && col.kind !== 'text';
+    for (let r = 0; r < batch.rows; r++) {
+      if (!valid(col, r)) continue;
+      const rec = out[r] as unknown as Record<string, unknown>;
+      let v = cell(col, r);
+      if (v === null || v === undefined) continue;
+      if (component !== null) ((rec.reward_components ??= {}) as Record<string, unknown>)[component] = v;
+      else if (extra !== null) ((rec.extra ??= {}) as Record<string, unknown>)[extra] = v;
+      else {
+        if (asText) v = String(v);
+        else if (name === 'truncated' && typeof v === 'number') v = v !== 0;
+        rec[name] = v;
+      }
+    }
+  }
+  return out;
+}

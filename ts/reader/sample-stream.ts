@@ -1,0 +1,97 @@
+import { z } from 'zod';
+
+import { RlprobeError, native } from '../errors.js';
+import { NativeSampleCursor } from '../native.js';
+import type { StoredSampleRecord } from '../schema/sample-record.js';
+import type { ReadAdapter } from './migrations.js';
+import { sampleRowsOf } from './sample-rows.js';
+
+const step = z.number().int().min(0);
+
+/** Which samples to read. Every filter is optional; they combine with AND. */
+export const SampleQuerySchema = z.strictObject({
+  /** One step. */
+  step: step.optional(),
+  /** Inclusive `[from, to]`. */
+  stepRange: z.tuple([step, step]).optional(),
+  /** `top_k`, `bottom_k`, `random`, `all` (or any reason a caller gave), or several. */
+  reason: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+  /** A GRPO group id (integer ids match their string form). */
+  group: z.union([z.string(), z.number().int()]).optional(),
+  /** One rank or several (rank 0 is the run directory itself). */
+  rank: z.union([z.number().int().min(0), z.array(z.number().int().min(0)).min(1)]).optional(),
+  /** Only these columns (e.g. leave out the texts for a fast scan). */
+  columns: z.array(z.string().min(1)).optional(),
+  /** Samples per batch read from disk (bounds memory with long completions). */
+  batchRows: z.number().int().min(1).max(65_536).optional(),
+});
+
+export type SampleQuery = z.input<typeof SampleQuerySchema>;
+
+export interface ParsedSampleQuery {
+  stepMin?: number;
+  stepMax?: number;
+  reasons?: string[];
+  group?: string;
+  ranks: ReadonlySet<number> | null;
+  columns?: string[];
+  batchRows: number;
+}
+
+const DEFAULT_BATCH_ROWS = 1024;
+
+/** Validates a query; throws RlprobeError RLPROBE_INVALID_QUERY naming the field and value. */
+export function parseSampleQuery(query: unknown): ParsedSampleQuery {
+  const parsed = SampleQuerySchema.safeParse(query ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const keys = issue.code === 'unrecognized_keys' ? [issue.keys[0]] : issue.path;
+    let value: unknown = query;
+    for (const k of keys) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[k] : undefined;
+    const shown = JSON.stringify(value) ?? String(value);
+    const what = issue.code === 'unrecognized_keys' ? 'unknown filter' : issue.message;
+    throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter ${keys.map(String).join('.') || 'query'}: ${what} (got ${shown})`);
+  }
+  const q = parsed.data;
+  let stepMin: number | undefined;
+  let stepMax: number | undefined;
+  if (q.stepRange) {
+    [stepMin, stepMax] = q.stepRange;
+    if (stepMin > stepMax) {
+      throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter stepRange: from ${stepMin} is after to ${stepMax}`);
+    }
+  }
+  if (q.step !== undefined) {
+    stepMin = Math.max(stepMin ?? q.step, q.step);
+    stepMax = Math.min(stepMax ?? q.step, q.step);
+  }
+  return {
+    stepMin,
+    stepMax,
+    reasons: q.reason === undefined ? undefined : Array.isArray(q.reason) ? q.reason : [q.reason],
+    group: q.group === undefined ? undefined : String(q.group),
+    ranks: q.rank === undefined ? null : new Set(Array.isArray(q.rank) ? q.rank : [q.rank]),
+    columns: q.columns,
+    batchRows: q.batchRows ?? DEFAULT_BATCH_ROWS,
+  };
+}
+
+/** Streams batches of sample records from each directory in turn, filtered in Rust. */
+export function* streamSampleBatches(
+  dirs: ReadonlyArray<{ rank: number; dir: string }>,
+  q: ParsedSampleQuery,
+  adapter: ReadAdapter,
+): Generator<StoredSampleRecord[], void, undefined> {
+  const filter = { stepMin: q.stepMin, stepMax: q.stepMax, reasons: q.reasons, group: q.group };
+  if (q.stepMin !== undefined && q.stepMax !== undefined && q.stepMin > q.stepMax) return;
+  const columns = q.columns?.map((c) => adapter.physicalSampleColumn(c));
+  for (const { rank, dir } of dirs) {
+    const cursor = native(() => new NativeSampleCursor(dir, filter, columns, q.batchRows));
+    for (;;) {
+      const batch = native(() => cursor.next());
+      if (batch === null || batch === undefined) break;
+      if (adapter.migrated) for (const c of batch.columns) c.name = adapter.currentSampleColumn(c.name);
+      yield sampleRowsOf(batch, rank);
+    }
+  }
+}
