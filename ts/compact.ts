@@ -1,8 +1,9 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from './errors.js';
 import { compactSamples, compactSteps } from './native.js';
+import { SCHEMA_VERSION } from './schema/manifest.js';
 
 export interface CompactResult {
   /** Part files merged by this call. */
@@ -34,6 +35,7 @@ export function compactUnits(runDir: string): CompactUnit[] {
   if (!existsSync(path.join(dir, 'manifest.json'))) {
     throw new RlprobeError('RLPROBE_NOT_A_RUN', `not a run directory (no manifest.json): ${dir}`);
   }
+  assertCompactable(dir);
   const ranks = readdirSync(dir)
     .filter((n) => /^rank-\d+$/.test(n) && existsSync(path.join(dir, n, 'manifest.json')))
     .map((n) => ({ rank: Number(n.slice(5)), dir: path.join(dir, n) }))
@@ -42,6 +44,25 @@ export function compactUnits(runDir: string): CompactUnit[] {
     { dir: d, rank, what: 'steps' as const },
     { dir: d, rank, what: 'samples' as const },
   ]);
+}
+
+/**
+ * Compaction writes this version's layout, so it refuses a recording of another version
+ * (a newer one it cannot read; an older one is migrated on read, never rewritten).
+ */
+function assertCompactable(dir: string): void {
+  let version: unknown;
+  try {
+    version = (JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { schema_version?: unknown }).schema_version;
+  } catch (error) {
+    throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${path.join(dir, 'manifest.json')} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof version === 'number' && version > SCHEMA_VERSION) {
+    throw new RlprobeError('RLPROBE_SCHEMA_TOO_NEW', `${dir} was recorded with format schema_version ${version}, but this rlprobe reads up to ${SCHEMA_VERSION}: upgrade rlprobe (npm install rlprobe@latest) to compact it`);
+  }
+  if (version !== SCHEMA_VERSION) {
+    throw new RlprobeError('RLPROBE_SCHEMA_UNSUPPORTED', `${dir} has format schema_version ${JSON.stringify(version)}; compaction only merges schema_version ${SCHEMA_VERSION} recordings (older ones are read through migration, never rewritten)`);
+  }
 }
 
 /** Compacts one unit (atomic, idempotent, crash-safe; only merges part files). */

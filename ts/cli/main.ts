@@ -7,6 +7,7 @@ import { CompactCommand } from './commands/compact.js';
 import { EventsCommand } from './commands/events.js';
 import { InfoCommand } from './commands/info.js';
 import { SamplesCommand } from './commands/samples.js';
+import { ScaleBenchCommand } from './commands/scale-bench.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -18,6 +19,7 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(EventsCommand);
   cli.register(SamplesCommand);
   cli.register(CompactCommand);
+  cli.register(ScaleBenchCommand);
   return cli;
 }
 

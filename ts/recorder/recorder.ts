@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
@@ -68,8 +68,9 @@ const ZERO: RecorderCounters = {
   samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
 };
 
-/** Reason code the wire uses for `all` (crates/rlprobe-core/src/samples/select.rs). */
+/** Reason codes of the wire (crates/rlprobe-core/src/samples/select.rs): `all`, none. */
 const REASON_ALL = 4;
+const REASON_NONE = 0;
 /**
  * From this many samples a call's selection runs on the libuv pool, not in the call: it
  * is O(n), about a microsecond per thousand samples, so only large batches are worth the
@@ -208,7 +209,22 @@ export class Recorder implements CrashHookTarget {
   /** Writes manifest.json atomically; keeps an existing one (a resumed run). */
   private writeManifest(): boolean {
     const file = path.join(this.runDir, 'manifest.json');
-    if (existsSync(file)) return true;
+    if (existsSync(file)) {
+      // resuming: only into a recording of this format version, never mixing two
+      let version: unknown;
+      try {
+        version = (JSON.parse(readFileSync(file, 'utf8')) as { schema_version?: unknown }).schema_version;
+      } catch (error) {
+        throw new RlprobeError('RLPROBE_BAD_MANIFEST', `cannot resume ${this.runDir}: manifest.json is not valid JSON (${(error as Error).message})`);
+      }
+      if (version !== SCHEMA_VERSION) {
+        throw new RlprobeError(
+          typeof version === 'number' && version > SCHEMA_VERSION ? 'RLPROBE_SCHEMA_TOO_NEW' : 'RLPROBE_SCHEMA_UNSUPPORTED',
+          `cannot resume ${this.runDir}: it has format schema_version ${JSON.stringify(version)} and this rlprobe writes ${SCHEMA_VERSION}; record into a new directory${typeof version === 'number' && version > SCHEMA_VERSION ? ' or upgrade rlprobe' : ''}`,
+        );
+      }
+      return true;
+    }
     const o = this.options;
     const manifest: RunManifest = {
       schema_version: SCHEMA_VERSION,
@@ -336,10 +352,13 @@ export class Recorder implements CrashHookTarget {
       const call = this.sampleCalls++;
       const s = o.sampling;
       if (!o.select || n <= s.topK + s.bottomK + s.randomK) {
+        // `all` from a selection that kept the whole batch; no reason when none ran, so a
+        // sample's own capture_reason stands
+        const reason = o.select ? REASON_ALL : REASON_NONE;
         const picks = new Uint32Array(2 * n);
         for (let i = 0; i < n; i++) {
           picks[2 * i] = i;
-          picks[2 * i + 1] = REASON_ALL;
+          picks[2 * i + 1] = reason;
         }
         this.pushSamples(samples, picks, o.step);
         return;

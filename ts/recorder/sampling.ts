@@ -24,10 +24,13 @@ export interface LogSamplesOptions {
   sampling?: Partial<Sampling>;
 }
 
+const count = z.number().int().min(0).max(65_535);
+
+// no defaults here: a key the call leaves out keeps the recorder's value
 const CallOptionsSchema = z.strictObject({
   step: z.number().int().min(0).optional(),
   select: z.boolean().optional(),
-  sampling: SamplingSchema.partial().optional(),
+  sampling: z.strictObject({ topK: count.optional(), bottomK: count.optional(), randomK: count.optional() }).optional(),
 });
 
 /**

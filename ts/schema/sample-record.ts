@@ -34,7 +34,11 @@ export interface SampleRecord {
 export const CAPTURE_REASONS = ['top_k', 'bottom_k', 'random', 'all'] as const;
 export type CaptureReason = (typeof CAPTURE_REASONS)[number];
 
-/** A sample as read back: ids are strings, the rank is always known. */
+/**
+ * A sample as read back: ids are strings, the rank is always known. (A read restricted to
+ * some `columns` leaves the others out; `step` then reads NaN and `sample_id` '' unless
+ * they were asked for.)
+ */
 export interface StoredSampleRecord {
   step: number;
   sample_id: string;

@@ -20,7 +20,7 @@ use crate::atomic::{publish, remove_stray_temps, sync_dir};
 use crate::layout::{COMPACT_LOCK_FILE, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE, STEPS_PARTS_DIR};
 use crate::parquet_io::{arrow_schema, arrow_writer, for_each_batch, to_io};
 use crate::props::Codec;
-use crate::schema::{column_order_key, ColumnKind};
+use crate::schema::column_order_key;
 use crate::steps_files::{name_list_json, open_step_sources};
 use crate::table::{kind_of_arrow, unify_kinds, ColumnBuf};
 
@@ -52,29 +52,41 @@ pub fn lock_run(run_dir: &Path) -> io::Result<CompactLock> {
 }
 
 /// The union of the sources' columns: types unified (ints widen to floats), canonical order.
+/// A column of a type we do not read (text, structs… written by another tool) is carried
+/// through unchanged, so compaction never loses data; if its type differs between files
+/// the compaction refuses (the parts stay) rather than guess.
 pub fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
-    let mut kinds: BTreeMap<String, Option<ColumnKind>> = BTreeMap::new();
+    let mut types: BTreeMap<String, DataType> = BTreeMap::new();
     for schema in schemas {
         for f in schema.fields() {
-            let entry = kinds.entry(f.name().clone()).or_insert(None);
-            if f.data_type() == &DataType::Null {
-                continue;
-            }
-            let Some(k) = kind_of_arrow(f.data_type()) else { continue };
-            *entry = match *entry {
-                None => Some(k),
-                Some(have) => Some(unify_kinds(have, k).ok_or_else(|| {
-                    io::Error::other(format!("column `{}` has incompatible types across files", f.name()))
-                })?),
+            let t = f.data_type();
+            let merged = match types.get(f.name()) {
+                None => t.clone(),
+                Some(have) if have == t || t == &DataType::Null => have.clone(),
+                Some(DataType::Null) => t.clone(),
+                Some(have) => match (kind_of_arrow(have), kind_of_arrow(t)) {
+                    (Some(a), Some(b)) => ColumnBuf::data_type(unify_kinds(a, b).ok_or_else(|| incompatible(f.name()))?),
+                    _ => return Err(incompatible(f.name())),
+                },
             };
+            types.insert(f.name().clone(), merged);
         }
     }
-    let mut fields: Vec<(String, ColumnKind)> =
-        kinds.into_iter().filter_map(|(n, k)| k.map(|k| (n, k))).collect();
-    fields.sort_by(|a, b| column_order_key(&a.0).cmp(&column_order_key(&b.0)));
-    Ok(Arc::new(Schema::new(
-        fields.into_iter().map(|(n, k)| Field::new(n, ColumnBuf::data_type(k), true)).collect::<Vec<_>>(),
-    )))
+    let mut fields: Vec<Field> = types
+        .into_iter()
+        .filter(|(_, t)| t != &DataType::Null)
+        .map(|(n, t)| {
+            // our own kinds are written with our canonical types (int64, float64, list<float64>)
+            let t = kind_of_arrow(&t).map(ColumnBuf::data_type).unwrap_or(t);
+            Field::new(n, t, true)
+        })
+        .collect();
+    fields.sort_by(|a, b| column_order_key(a.name()).cmp(&column_order_key(b.name())));
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+fn incompatible(name: &str) -> io::Error {
+    io::Error::other(format!("column `{name}` has incompatible types across files"))
 }
 
 /// Reshapes a batch to `schema`: missing columns become nulls, types are cast.

@@ -346,6 +346,8 @@ fn build_row(
                 _ => return Err(bad("truncated", "expected a boolean", v)),
             },
             "capture_reason" => user_reason = text("capture_reason", v)?,
+            // the encoder's marker for a sample it could not read (not an object, a throwing getter)
+            "record" if matches!(v, Value::Other(_)) => return Err(bad("record", "not a readable sample object", v)),
             other => match v {
                 Value::Null => {}
                 // an unknown numeric field is kept as extra.<name>, as log_step does
@@ -378,7 +380,8 @@ fn build_row(
     // The recorder's selection says why a sample was kept; with select: false the caller's
     // own reason (if any) stands, else `all`.
     row.capture_reason = match reason {
-        Some(CaptureReason::All) | None => Some(user_reason.unwrap_or_else(|| "all".into())),
+        // no selection ran (`select: false`): the caller's own reason stands, else `all`
+        None => Some(user_reason.unwrap_or_else(|| "all".into())),
         Some(r) => Some(r.as_str().to_string()),
     };
     Ok(row)
@@ -515,10 +518,12 @@ mod tests {
         w.sample(3, None, &[("reward_components", W::Other("function: () => 1"))]);
         w.sample(4, None, &[("completion_token_ids", W::Numbers(&[1.0, 2.5]))]);
         w.sample(5, None, &[("sample_id", W::Str("keep-me")), ("capture_reason", W::Str("flagged"))]);
+        w.sample(6, Some(CaptureReason::All), &[("capture_reason", W::Str("mine"))]);
         let (rows, bad) = decode_batch(&w.buf, 0).unwrap();
-        assert_eq!(rows.len(), 1);
+        assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].sample_id, "keep-me");
-        assert_eq!(rows[0].capture_reason.as_deref(), Some("flagged"));
+        assert_eq!(rows[0].capture_reason.as_deref(), Some("flagged"), "no selection ran: the caller's reason");
+        assert_eq!(rows[1].capture_reason.as_deref(), Some("all"), "selection kept the whole batch");
         let fields: Vec<&str> = bad.iter().map(|b| b.field.as_str()).collect();
         assert_eq!(fields, ["completion_len", "reward_total", "prompt", "reward_components", "completion_token_ids"]);
         assert_eq!(bad[1].value_type, "string");

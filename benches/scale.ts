@@ -1,0 +1,33 @@
+/**
+ * The scale benchmark (also `probe scale-bench`): records a realistic run, then times
+ * every read surface against DuckDB on the same files, with size on disk, write
+ * throughput and peak RSS of each phase.
+ *
+ *   npm run bench:scale -- [--steps 100000] [--samples-per-step 8] [--keep DIR]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { formatReport, readInChild, readScaleRun, writeScaleRun } from '../dist/bench/scale.js';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const readAt = process.argv.indexOf('--read');
+if (readAt > 0) {
+  process.stdout.write(`${JSON.stringify(await readScaleRun(process.argv[readAt + 1]))}\n`);
+} else {
+  const keepAt = process.argv.indexOf('--keep');
+  const dir = keepAt > 0 ? process.argv[keepAt + 1] : mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
+  try {
+    const w = writeScaleRun(dir, arg('--steps', 100_000), arg('--samples-per-step', 8), (s: string) => console.error(s));
+    const r = readInChild([fileURLToPath(import.meta.url), '--read', dir]);
+    console.log(formatReport(w, r));
+  } finally {
+    if (keepAt < 0) rmSync(dir, { recursive: true, force: true });
+  }
+}

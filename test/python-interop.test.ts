@@ -1,0 +1,199 @@
+/**
+ * Interop with the real Python client: `rlprobe` 0.1.0 from PyPI (pinned in
+ * test/interop/requirements.txt, installed in a virtualenv by scripts/setup-python.mjs).
+ * A run recorded by Python reads back through RunReader with every field equal; a run
+ * recorded by our Recorder reads back through Python's RunReader, pyarrow and DuckDB
+ * with every field equal.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+
+import { Recorder, RunReader } from '../ts/index.js';
+import type { SampleRecord, StepRecord, StoredSampleRecord } from '../ts/index.js';
+import { interopPython, runPython } from './helpers/python.js';
+
+type Json = Record<string, unknown>;
+
+const env = interopPython();
+const skip = 'skip' in env ? env.skip : false;
+const python = 'python' in env ? env.python : '';
+
+function tempDir(t: { after: (f: () => void) => void }, label: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `rlprobe-py-${label}-`));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Drops keys whose value is undefined or null (absent in one reader, None in another). */
+function present(o: Json): Json {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null));
+}
+
+describe('Python rlprobe 0.1.0 interop', { skip }, () => {
+  test('a run recorded by Python reads back through RunReader, every field equal', (t) => {
+    const dir = tempDir(t, 'from-python');
+    const expected = runPython(python, 'py_write_run.py', [dir]) as { steps: Json[]; samples: Json[]; events: Json[] };
+    const reader = RunReader.open(dir);
+    assert.equal(reader.manifest.run_id, 'py-interop');
+    assert.equal(reader.manifest.algorithm, 'grpo');
+    assert.equal(reader.manifest.model_name, 'tiny-llm');
+    assert.equal(reader.manifest.world_size, 2);
+    assert.deepEqual(reader.manifest.trainer_config, { lr: 1e-6, nested: { beta: 0.04, list: [1, 2] } });
+
+    // steps: rank 0's alone, every field (unknown keys are extras on both sides)
+    const steps = reader.steps();
+    assert.equal(steps.length, expected.steps.length);
+    expected.steps.forEach((e, i) => {
+      const { my_custom, ...known } = e;
+      const want = { ...known, extra: { my_custom }, rank: 0, timestamp: 1_700_000_000 + (e.step as number) };
+      assert.deepEqual(present(steps[i] as unknown as Json), want, `step ${e.step}`);
+    });
+
+    // samples: both ranks, every field, rank-attributed
+    const samples = [...reader.samples()];
+    assert.equal(samples.length, expected.samples.length);
+    const byId = new Map(samples.map((s) => [s.sample_id, s]));
+    for (const e of expected.samples) {
+      const got = byId.get(e.sample_id as string);
+      assert.ok(got, `sample ${e.sample_id}`);
+      assert.deepEqual(present(got as unknown as Json), present(e), `sample ${e.sample_id}`);
+    }
+    assert.deepEqual([...reader.samples({ rank: 1 })].length, expected.samples.length / 2);
+
+    // events: both ranks, ordered by time, with their data
+    const events = reader.events().filter((e) => e.kind === 'checkpoint');
+    assert.deepEqual(
+      events.map((e) => ({ kind: e.kind, step: e.step, rank: e.rank, message: e.message, data: e.data })).sort((a, b) => a.rank - b.rank),
+      expected.events,
+    );
+    const times = reader.events().map((e) => e.timestamp);
+    assert.deepEqual(times, [...times].sort((a, b) => a - b));
+  });
+
+  test('a run recorded by our Recorder reads back through Python rlprobe, pyarrow and DuckDB', (t) => {
+    const dir = tempDir(t, 'to-python');
+    const common = { algorithm: 'ppo', runId: 'ts-interop', modelName: 'm', trainerConfig: { kl_coef: 0.05, sched: { warmup: 10 } }, worldSize: 2, recordAllRanks: true, installHandlers: false, captureEnvironment: false };
+    const logged: { steps: StepRecord[]; samples: Array<SampleRecord & { rank: number }> } = { steps: [], samples: [] };
+    for (const rank of [0, 1]) {
+      const rec = new Recorder(dir, { ...common, rank });
+      for (let step = 0; step < 40; step++) {
+        if (rank === 0) {
+          const s: StepRecord & Json = {
+            step,
+            timestamp: 1_750_000_000 + step / 4,
+            reward_mean: step / 10,
+            reward_std: 0.25,
+            kl_mean: step === 5 ? NaN : 0.002 * step,
+            kl_positional: [0.5, step, -1e-300],
+            entropy_mean: 1.5,
+            grad_norm: step === 6 ? Infinity : 1 + step,
+            value_loss: -0,
+            nan_count: step === 5 ? 2 : 0,
+            inf_count: 0,
+            reward_components: { format: 1, correct: step % 2 },
+            extra: { throughput_tok_s: 1234.5 + step },
+            my_metric: step * 7,
+          };
+          if (step % 8 === 0) s.lr = 3e-7;
+          rec.logStep(s);
+          logged.steps.push(s);
+        }
+        const samples: SampleRecord[] = Array.from({ length: 3 }, (_, i) => ({
+          sample_id: `ts-r${rank}-${step}-${i}`,
+          group_id: `grp-${i}`,
+          prompt_id: `p-${step}`,
+          prompt_text: `Prove ${step} ≥ ${i} — ✓ 🎯`,
+          completion_text: i === 2 ? 'x'.repeat(20_000) : `proof ${i}\n\tdone`,
+          completion_token_ids: [i, step, 2 ** 40],
+          reward_total: i === 1 && step === 3 ? NaN : i * 0.5,
+          reward_components: { format: 1, correct: i },
+          advantage: i - 1,
+          logprob_mean: -0.125 * i,
+          kl_contribution: 1e-4 * i,
+          completion_len: 100 * i,
+          truncated: i === 2,
+        }));
+        rec.logSamples(samples, { step, select: false });
+        for (const s of samples) logged.samples.push({ ...s, step, rank, capture_reason: 'all' } as SampleRecord & { rank: number });
+      }
+      rec.logEvent('checkpoint', { step: 20, message: `saved r${rank}`, data: { path: '/c/20', ok: true } });
+      const summary = rec.close();
+      assert.equal(summary.error, null);
+    }
+
+    const py = runPython(python, 'py_read_run.py', [dir]) as Record<string, unknown> & {
+      manifest: Json; steps: Json[]; samples: Json[]; events: Json[]; rank_dirs: string[];
+      pyarrow_steps: Json[]; duckdb_steps: Json[]; pyarrow_samples: Json[]; duckdb_samples: Json[];
+      pyarrow_step_types: Record<string, string>; pyarrow_sample_types: Record<string, string>;
+    };
+    // manifest keys as Python's RunManifest
+    assert.equal(py.manifest.schema_version, 1);
+    assert.equal(py.manifest.run_id, 'ts-interop');
+    assert.equal(py.manifest.algorithm, 'ppo');
+    assert.equal(py.manifest.world_size, 2);
+    assert.deepEqual(py.manifest.trainer_config, { kl_coef: 0.05, sched: { warmup: 10 } });
+    assert.deepEqual(py.rank_dirs, ['rank-001']);
+
+    // steps through Python's StepRecord: every field
+    assert.equal(py.steps.length, logged.steps.length);
+    logged.steps.forEach((s, i) => {
+      const { my_metric, extra, ...known } = s as StepRecord & Json;
+      const want = { ...known, rank: 0, extra: { ...(extra as Json), my_metric } };
+      assert.deepEqual(present(py.steps[i]), want, `python step ${s.step}`);
+    });
+    // the same values through pyarrow and DuckDB, flattened
+    for (const [name, rows] of [['pyarrow', py.pyarrow_steps], ['duckdb', py.duckdb_steps]] as const) {
+      assert.equal(rows.length, logged.steps.length, name);
+      logged.steps.forEach((s, i) => {
+        const row = rows[i];
+        assert.equal(row.step, s.step, `${name} step`);
+        assert.deepEqual(row.kl_mean, s.kl_mean, `${name} kl_mean @${s.step}`);
+        assert.deepEqual(row.grad_norm, s.grad_norm, `${name} grad_norm @${s.step}`);
+        assert.deepEqual(row.kl_positional, s.kl_positional, `${name} kl_positional @${s.step}`);
+        assert.equal(row['reward_component.correct'], s.reward_components!.correct, `${name} component`);
+        assert.equal(row['extra.my_metric'], (s as Json).my_metric, `${name} extra`);
+        assert.equal(row.lr ?? undefined, s.lr, `${name} lr @${s.step}`);
+        assert.equal(row.nan_count, s.nan_count, `${name} nan_count`);
+      });
+    }
+    assert.equal(py.pyarrow_step_types.step, 'int64');
+    assert.equal(py.pyarrow_step_types.nan_count, 'int64');
+    assert.equal(py.pyarrow_step_types.kl_positional, 'list<item: double>');
+
+    // samples through Python's SampleRecord (every rank), pyarrow and DuckDB
+    const key = (s: Json) => String(s.sample_id);
+    const want = new Map(logged.samples.map((s) => [s.sample_id as string, present(s as unknown as Json)]));
+    assert.equal(py.samples.length, logged.samples.length);
+    for (const s of py.samples) assert.deepEqual(present(s), want.get(key(s)), `python sample ${key(s)}`);
+    const rank0 = logged.samples.filter((s) => s.rank === 0);
+    for (const [name, rows] of [['pyarrow', py.pyarrow_samples], ['duckdb', py.duckdb_samples]] as const) {
+      assert.equal(rows.length, rank0.length, `${name} sample rows`);
+      for (const row of rows) {
+        const w = want.get(key(row))!;
+        for (const f of ['step', 'rank', 'group_id', 'prompt_text', 'completion_text', 'completion_token_ids', 'reward_total', 'advantage', 'completion_len', 'truncated', 'capture_reason']) {
+          assert.deepEqual(row[f], w[f], `${name} ${key(row)}.${f}`);
+        }
+        assert.equal(row['reward_component.correct'], (w.reward_components as Json).correct);
+      }
+    }
+    assert.equal(py.pyarrow_sample_types.sample_id, 'string');
+    assert.equal(py.pyarrow_sample_types.completion_token_ids, 'list<item: int64>');
+    assert.equal(py.pyarrow_sample_types.truncated, 'bool');
+    assert.equal(py.pyarrow_sample_types.completion_len, 'int64');
+
+    // events: Python's Event model, both ranks, ordered by time
+    const checkpoints = py.events.filter((e) => e.kind === 'checkpoint');
+    assert.deepEqual(checkpoints.map((e) => [e.rank, e.step, e.message, e.data]).sort(), [
+      [0, 20, 'saved r0', { path: '/c/20', ok: true }],
+      [1, 20, 'saved r1', { path: '/c/20', ok: true }],
+    ]);
+    for (const e of py.events) assert.equal(typeof e.timestamp, 'number');
+
+    // and our own reader agrees with what we logged
+    const ours: StoredSampleRecord[] = [...RunReader.open(dir).samples()];
+    assert.equal(ours.length, logged.samples.length);
+  });
+});

@@ -1,0 +1,51 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { Command, Option } from 'clipanion';
+import * as t from 'typanion';
+
+import { formatReport, readInChild, readScaleRun, writeScaleRun } from '../../bench/scale.js';
+import { ProbeCommand } from '../base-command.js';
+
+export class ScaleBenchCommand extends ProbeCommand {
+  static paths = [['scale-bench']];
+  static usage = Command.Usage({
+    description: 'Record a realistic synthetic run, then time every read surface (and DuckDB on the same files)',
+    details:
+      'Writes through the real Recorder (40 scalar step columns, reward components, extras, and samples with ' +
+      'realistic text lengths), then times probe info, loading all step columns, one series and two sample ' +
+      'scans, each next to DuckDB answering the same question (when @duckdb/node-api is installed). ' +
+      'Prints size on disk, write throughput and the peak RSS of each phase.',
+    examples: [
+      ['The 100,000-step benchmark', '$0 scale-bench'],
+      ['A million steps, one sample each, kept for inspection', '$0 scale-bench --steps 1000000 --samples-per-step 1 --out /tmp/big'],
+    ],
+  });
+
+  steps = Option.String('--steps', '100000', { description: 'Steps to record', validator: t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(1)) });
+  samplesPerStep = Option.String('--samples-per-step', '8', {
+    description: 'Samples kept per step (twice as many are offered to the stratified selection)',
+    validator: t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0)),
+  });
+  out = Option.String('--out', { description: 'Keep the recording in this (new) directory' });
+  read = Option.String('--read', { hidden: true });
+  json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
+
+  async exec(): Promise<number> {
+    if (this.read !== undefined) {
+      // the read phase, run in a child process of its own
+      this.context.stdout.write(`${JSON.stringify(await readScaleRun(this.read))}\n`);
+      return 0;
+    }
+    const dir = this.out ?? mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
+    try {
+      const w = writeScaleRun(dir, this.steps, this.samplesPerStep, (s) => this.context.stderr.write(`${s}\n`));
+      const r = readInChild([process.argv[1], 'scale-bench', '--read', dir]);
+      this.context.stdout.write(this.json ? `${JSON.stringify({ write: w, read: r })}\n` : `${formatReport(w, r)}\n`);
+    } finally {
+      if (this.out === undefined) rmSync(dir, { recursive: true, force: true });
+    }
+    return 0;
+  }
+}
