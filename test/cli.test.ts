@@ -329,14 +329,16 @@ describe('probe CLI', { concurrency: true }, () => {
       cpSync(killedRun, dir, { recursive: true });
       const first = await runCli(['compact', dir, '--json']);
       assertExit(first, 0, 'compact --json');
-      const a = JSON.parse(first.stdout) as { partsMerged: number; leftoversRemoved: number; rows: number; bytes: number };
+      const out = JSON.parse(first.stdout) as { steps: { partsMerged: number; leftoversRemoved: number; rows: number; bytes: number }; units: unknown[] };
+      const a = out.steps;
+      assert.equal(out.units.length, 2, 'steps and samples of the run directory');
       assert.equal(a.partsMerged, 3);
       assert.equal(a.leftoversRemoved, 0);
       assert.equal(a.rows, 10);
       assert.ok(a.bytes > 0);
       const second = await runCli(['compact', dir, '--json']);
       assertExit(second, 0, 'compact --json again');
-      assert.deepEqual(JSON.parse(second.stdout), { partsMerged: 0, leftoversRemoved: 0, rows: 10, bytes: a.bytes });
+      assert.deepEqual(JSON.parse(second.stdout).steps, { partsMerged: 0, leftoversRemoved: 0, rows: 10, bytes: a.bytes });
     });
   });
 

@@ -286,10 +286,17 @@ describe('ranks', () => {
     rec.logStep(null as never);
     rec.logEvent('checkpoint', { step: 0, message: 'x', data: { a: 1 } });
     assert.equal(rec.flushSync(), true);
-    assert.deepEqual(rec.counters, { logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0 });
+    rec.logSamples([{ completion_text: 'x', reward_total: 1 }], { step: 0 });
+    assert.deepEqual(rec.counters, {
+      logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
+      samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
+    });
     const summary = rec.close();
     assert.deepEqual(summary, {
-      counters: { logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0 },
+      counters: {
+        logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
+        samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
+      },
       compaction: null,
       error: null,
     });
