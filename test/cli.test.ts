@@ -314,6 +314,9 @@ describe('probe CLI', { concurrency: true }, () => {
       assertExit(first, 0, 'compact');
       assert.match(first.stdout, /merged 3 part files/);
       assert.match(first.stdout, /steps\.parquet has 10 rows/);
+      assert.match(first.stdout, /samples: already compact/);
+      // not a terminal: progress as plain lines on stderr, no carriage returns
+      assert.equal(first.stderr, 'compacting 1/2 steps\ncompacting 2/2 samples\n');
       const reader = RunReader.open(dir);
       assert.equal(reader.layout(), 'compacted');
       assert.deepEqual(Array.from(reader.view().steps), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { NativeRecorder, pushStep, selectSamplesAsync, selectSamplesSync, writeFileAtomic } from '../native.js';
+import { NativeRecorder, pushStep, writeFileAtomic } from '../native.js';
 import type { NativeCloseReport } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { SCHEMA_VERSION } from '../schema/manifest.js';
@@ -17,9 +17,8 @@ import { captureEnvironment } from './environment.js';
 import { resolveRecorderOptions } from './options.js';
 import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
 import { F64_MAGIC, RingWriter } from './ring-writer.js';
-import { SampleEncoder } from './sample-encoder.js';
-import { resolveCallOptions } from './sampling.js';
-import type { LogSamplesOptions, Sampling } from './sampling.js';
+import { SampleLogger } from './sample-logger.js';
+import type { LogSamplesOptions } from './sampling.js';
 import { StepEncoder } from './step-encoder.js';
 
 export interface RecorderCounters {
@@ -68,26 +67,6 @@ const ZERO: RecorderCounters = {
   samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
 };
 
-/** Reason codes of the wire (crates/rlprobe-core/src/samples/select.rs): `all`, none. */
-const REASON_ALL = 4;
-const REASON_NONE = 0;
-/**
- * From this many samples a call's selection runs on the libuv pool, not in the call: it
- * is O(n), about 12 µs per thousand samples here (0.2 ms at 10,000), so only large batches are worth the
- * hop. (The rewards are still read on this thread; that is one property read a sample.)
- */
-export const ASYNC_SELECT_MIN_SAMPLES = 4096;
-
-/** A large call whose selection is running off-thread. */
-interface PendingSelection {
-  samples: ArrayLike<unknown>;
-  rewards: Float64Array;
-  step: number | undefined;
-  sampling: Sampling;
-  call: number;
-  done: boolean;
-}
-
 function defaultRunId(): string {
   const d = new Date();
   const p = (n: number) => String(n).padStart(2, '0');
@@ -114,16 +93,6 @@ function sharedRing(nativeRecorder: NativeRecorder): RingWriter | null {
   memory[F64_MAGIC] = probe;
   if (nativeRecorder.ringMagic() !== probe) return null;
   return new RingWriter(memory, nativeRecorder.ringMaxRecords());
-}
-
-/** A sample's reward for ranking: NaN when missing, not a number, or unreadable. */
-function rewardOf(sample: unknown): number {
-  try {
-    const r = sample !== null && typeof sample === 'object' ? (sample as { reward_total?: unknown }).reward_total : undefined;
-    return typeof r === 'number' ? r : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 function safeJson(data: unknown): string {
@@ -159,9 +128,7 @@ export class Recorder implements CrashHookTarget {
   private readonly encoder: StepEncoder | null;
   private readonly wakeEvery: number;
   private sinceWake = 0;
-  private sampleCalls = 0;
-  private readonly sampleEncoder = new SampleEncoder();
-  private readonly pendingSelections = new Set<PendingSelection>();
+  private readonly sampleLogger: SampleLogger | null;
   private closed = false;
   private summary: CloseSummary | null = null;
 
@@ -179,6 +146,7 @@ export class Recorder implements CrashHookTarget {
       this.handle = -1;
       this.encoder = null;
       this.wakeEvery = 0;
+      this.sampleLogger = null;
       return;
     }
     mkdirSync(this.runDir, { recursive: true });
@@ -202,6 +170,9 @@ export class Recorder implements CrashHookTarget {
       register: (key) => nativeRecorder.register(key),
       bindScratch: (slots) => nativeRecorder.bindScratch(slots),
     });
+    this.sampleLogger = new SampleLogger(nativeRecorder, this.options.sampling, this.options.seed, (kind, step, message, data) =>
+      this.eventLine(kind, step, message, data),
+    );
     if (resumed) this.logEvent(RECORDER_EVENT_KINDS.resume, { message: 'recording resumed in an existing run directory' });
     if (this.options.installHandlers) registerCrashHooks(this);
   }
@@ -336,93 +307,8 @@ export class Recorder implements CrashHookTarget {
    * selected off this thread: do not mutate its samples until the next tick.
    */
   logSamples(samples: ArrayLike<SampleRecord>, options?: LogSamplesOptions): void {
-    if (this.native === null || this.closed) return;
-    try {
-      const o = resolveCallOptions(options, this.options.sampling);
-      if (!o.ok) {
-        this.reportBadSamples(options, o.field, o.reason, o.value);
-        return;
-      }
-      if (samples === null || typeof samples !== 'object' || typeof samples.length !== 'number') {
-        this.reportBadSamples(options, 'samples', 'expected an array of samples', samples);
-        return;
-      }
-      const n = samples.length;
-      if (n === 0) return;
-      const call = this.sampleCalls++;
-      const s = o.sampling;
-      if (!o.select || n <= s.topK + s.bottomK + s.randomK) {
-        // `all` from a selection that kept the whole batch; no reason when none ran, so a
-        // sample's own capture_reason stands
-        const reason = o.select ? REASON_ALL : REASON_NONE;
-        const picks = new Uint32Array(2 * n);
-        for (let i = 0; i < n; i++) {
-          picks[2 * i] = i;
-          picks[2 * i + 1] = reason;
-        }
-        this.pushSamples(samples, picks, o.step);
-        return;
-      }
-      const rewards = new Float64Array(n);
-      for (let i = 0; i < n; i++) rewards[i] = rewardOf(samples[i]);
-      if (n < ASYNC_SELECT_MIN_SAMPLES) {
-        this.pushSamples(samples, selectSamplesSync(rewards, this.nativeSampling(s, call)), o.step);
-        return;
-      }
-      const pending: PendingSelection = { samples, rewards, step: o.step, sampling: s, call, done: false };
-      this.pendingSelections.add(pending);
-      selectSamplesAsync(rewards, this.nativeSampling(s, call)).then(
-        (picks) => this.finishSelection(pending, picks),
-        () => this.finishSelection(pending, null),
-      );
-    } catch (error) {
-      try {
-        this.reportBadSamples(options, 'samples', `logSamples failed: ${describeThrown(error)}`, undefined);
-      } catch {
-        // training goes on
-      }
-    }
-  }
-
-  private nativeSampling(s: Sampling, call: number) {
-    return { topK: s.topK, bottomK: s.bottomK, randomK: s.randomK, seed: this.options.seed, call };
-  }
-
-  /** Encodes a finished off-thread selection (or redoes it here when that failed). */
-  private finishSelection(p: PendingSelection, picks: Uint32Array | null): void {
-    if (p.done) return;
-    p.done = true;
-    this.pendingSelections.delete(p);
-    if (this.native === null || this.summary !== null) return;
-    try {
-      this.pushSamples(p.samples, picks ?? selectSamplesSync(p.rewards, this.nativeSampling(p.sampling, p.call)), p.step);
-    } catch {
-      // never throws
-    }
-  }
-
-  /** Selections still off-thread are finished here, synchronously (flush, close, exit). */
-  private settleSelections(): void {
-    for (const p of [...this.pendingSelections]) this.finishSelection(p, null);
-  }
-
-  private pushSamples(samples: ArrayLike<unknown>, picks: Uint32Array, step: number | undefined): void {
-    const bytes = this.sampleEncoder.encode(samples, picks, step);
-    this.native!.pushSamples(bytes, picks.length >> 1);
-  }
-
-  private reportBadSamples(options: unknown, field: string, reason: string, value: unknown): void {
-    const step = options !== null && typeof options === 'object' ? (options as { step?: unknown }).step : undefined;
-    const shown = describeValue(value);
-    this.native!.logEvent(
-      this.eventLine(RECORDER_EVENT_KINDS.badRecord, typeof step === 'number' ? step : null, `logSamples call dropped: ${clip(field, 200)}: ${clip(reason, 300)}, got ${shown.type} ${shown.preview}`, {
-        record: 'samples',
-        field: clip(field, 200),
-        reason: clip(reason, 300),
-        value_type: shown.type,
-        value_preview: shown.preview,
-      }),
-    );
+    if (this.closed) return;
+    this.sampleLogger?.log(samples, options);
   }
 
   private reportBad(encoder: StepEncoder): void {
@@ -463,7 +349,7 @@ export class Recorder implements CrashHookTarget {
   /** Publishes everything logged so far and fsyncs events; true when done within the timeout. */
   flushSync(timeoutMs = 5000): boolean {
     if (this.native === null || this.closed) return true;
-    this.settleSelections();
+    this.sampleLogger?.settle();
     return native(() => this.native!.flush(Math.max(0, Math.min(timeoutMs, 2 ** 31 - 1))));
   }
 
@@ -484,7 +370,7 @@ export class Recorder implements CrashHookTarget {
   private closeWith(compact: boolean, timeoutMs: number, finalEvent: string | null): CloseSummary {
     if (this.native === null) return { counters: { ...ZERO }, compaction: null, error: null };
     if (this.summary) return this.summary;
-    this.settleSelections();
+    this.sampleLogger?.settle();
     this.closed = true;
     if (this.options.installHandlers) unregisterCrashHooks(this);
     const c = this.native.counters();
@@ -537,7 +423,7 @@ export class Recorder implements CrashHookTarget {
     try {
       const e = error instanceof Error ? error : null;
       const message = e ? `${e.name}: ${e.message}` : `non-error thrown: ${describeValue(error).preview}`;
-      this.settleSelections();
+      this.sampleLogger?.settle();
       this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.crash, null, message, {
         origin,
         name: e?.name ?? typeof error,
@@ -553,7 +439,7 @@ export class Recorder implements CrashHookTarget {
   onSignal(signal: NodeJS.Signals): void {
     if (this.closed || this.native === null) return;
     try {
-      this.settleSelections();
+      this.sampleLogger?.settle();
       this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.signal, null, `received ${signal}`, { signal }));
       this.native.flush(CRASH_FLUSH_MS);
     } catch {

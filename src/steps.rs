@@ -1,0 +1,128 @@
+//! Steps across the boundary: the step table as typed-array columns, the files that hold
+//! it, its columns from the footers, and compaction.
+
+use std::path::PathBuf;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use rlprobe_core::schema::{ColumnKind, FIXED_STEP_COLUMNS, STEP_FIELDS};
+use rlprobe_core::steps_files::{compacted_footer, open_step_sources};
+use rlprobe_core::table::ColumnValues;
+
+use crate::{io_err, NativeCompactReport};
+
+/// Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe).
+#[napi(catch_unwind)]
+pub fn compact_steps(run_dir: String) -> Result<NativeCompactReport> {
+    rlprobe_core::compact_steps(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+}
+
+#[napi(object)]
+pub struct NativeColumn {
+    pub name: String,
+    /// "f64", "i64" or "list_f64"
+    pub kind: String,
+    /// One value per row (null rows hold NaN); for lists, the flattened items.
+    pub values: Float64Array,
+    /// 1 where the row has a value; absent when every row has one.
+    pub valid: Option<Uint8Array>,
+    /// For lists: rows + 1 offsets into `values`.
+    pub offsets: Option<Int32Array>,
+}
+
+#[napi(object)]
+pub struct NativeStepTable {
+    pub rows: u32,
+    pub columns: Vec<NativeColumn>,
+}
+
+/// Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`.
+#[napi(catch_unwind)]
+pub fn read_steps(run_dir: String, columns: Option<Vec<String>>) -> Result<NativeStepTable> {
+    let table = rlprobe_core::read_steps(&PathBuf::from(run_dir), columns.as_deref()).map_err(io_err)?;
+    let rows = table.rows as u32;
+    let columns = table
+        .names
+        .into_iter()
+        .zip(table.columns)
+        .map(|(name, col)| {
+            let kind = col.kind().as_str().to_string();
+            let valid = (col.null_count() > 0)
+                .then(|| Uint8Array::new(col.valid.iter().map(|v| *v as u8).collect()));
+            let (values, offsets) = match col.values {
+                ColumnValues::F64(v) => (v, None),
+                // null rows read as NaN, like float columns
+                ColumnValues::I64(v) => {
+                    (v.into_iter().zip(&col.valid).map(|(x, ok)| if *ok { x as f64 } else { f64::NAN }).collect(), None)
+                }
+                ColumnValues::ListF64 { offsets, values } => (values, Some(Int32Array::new(offsets))),
+            };
+            NativeColumn { name, kind, values: Float64Array::new(values), valid, offsets }
+        })
+        .collect();
+    Ok(NativeStepTable { rows, columns })
+}
+
+#[napi(object)]
+pub struct NativeStepFile {
+    pub path: String,
+    pub rows: f64,
+    pub bytes: f64,
+    pub compacted: bool,
+}
+
+#[napi(object)]
+pub struct NativeStepFiles {
+    pub files: Vec<NativeStepFile>,
+    /// Parts already inside steps.parquet but still on disk (an interrupted compaction).
+    pub absorbed_leftovers: u32,
+}
+
+/// The files that hold a run's steps, with row counts from their footers.
+#[napi(catch_unwind)]
+pub fn step_files(run_dir: String) -> Result<NativeStepFiles> {
+    let sources = open_step_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let mut files = Vec::new();
+    for s in &sources.sources {
+        let bytes = s.file.metadata().map_err(io_err)?.len() as f64;
+        let rows = rlprobe_core::parquet_io::row_count(s.file.try_clone().map_err(io_err)?).map_err(io_err)? as f64;
+        files.push(NativeStepFile { path: s.path.display().to_string(), rows, bytes, compacted: s.compacted });
+    }
+    if let Some(first) = sources.sources.first().filter(|s| s.compacted) {
+        // surfaces a corrupt footer here rather than later
+        compacted_footer(&first.file).map_err(io_err)?;
+    }
+    Ok(NativeStepFiles { files, absorbed_leftovers: sources.absorbed_leftovers.len() as u32 })
+}
+
+/// The run's step columns (union over its files, from the footers alone), in table order.
+#[napi(catch_unwind)]
+pub fn step_columns(run_dir: String) -> Result<Vec<NativeFieldSpec>> {
+    let schema = rlprobe_core::steps_files::step_schema(&PathBuf::from(run_dir)).map_err(io_err)?;
+    Ok(schema
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            rlprobe_core::table::kind_of_arrow(f.data_type())
+                .map(|k| NativeFieldSpec { name: f.name().clone(), kind: k.as_str().into() })
+        })
+        .collect())
+}
+
+
+#[napi(object)]
+pub struct NativeFieldSpec {
+    pub name: String,
+    pub kind: String,
+}
+
+/// The step table's fixed and known columns, in format order (the TS types are checked
+/// against this list in the tests).
+#[napi(catch_unwind)]
+pub fn step_field_specs() -> Result<Vec<NativeFieldSpec>> {
+    Ok(FIXED_STEP_COLUMNS
+        .iter()
+        .chain(STEP_FIELDS)
+        .map(|(n, k): &(&str, ColumnKind)| NativeFieldSpec { name: n.to_string(), kind: k.as_str().into() })
+        .collect())
+}
