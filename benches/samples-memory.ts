@@ -2,7 +2,8 @@
  * Long texts must not blow up memory: peak RSS while recording 100,000 samples of 8 KB
  * (select: false, so every byte is written), and 2,000 samples with 100 KB completions,
  * then while streaming them back. Each case runs in a fresh child process, so each
- * peak is its own.
+ * peak is its own. Texts are random slices of 32 MB of random words (the baseline RSS
+ * includes that corpus).
  *
  *   npm run bench:samples-memory
  */
@@ -22,16 +23,48 @@ function dirBytes(p: string): number {
   return st.isFile() ? st.size : readdirSync(p).reduce((a, n) => a + dirBytes(path.join(p, n)), 0);
 }
 
+const WORDS = (
+  'the of and to in is that for it as with was on be by this are or from at an which we can not have if then so let ' +
+  'sum proof answer step therefore because equation value number function return def import class self print loop ' +
+  'while true false none error check result compute total each list matrix vector gradient token reward policy'
+).split(' ');
+
+/**
+ * 32 MB of random words: each sample is a random slice of it, so zstd (a 2 MB window at
+ * level 3) sees text about as repetitive as prose, not one string repeated. Built as bytes
+ * (one flat string, no garbage), so the baseline RSS stays small.
+ */
+function corpus(): string {
+  const out = Buffer.allocUnsafe(32 * MiB);
+  const words = WORDS.map((w) => Buffer.from(`${w} `, 'latin1'));
+  let x = 12345;
+  let n = 0;
+  while (n < out.length - 32) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    const w = words[x % words.length];
+    w.copy(out, n);
+    n += w.length;
+    if ((x >>> 20) % 13 === 0) out[n - 1] = 10; // a line break now and then
+  }
+  return out.toString('latin1', 0, n);
+}
+
 /** `count` samples of `bytes` each, `perCall` per logSamples; flushSync every `paceCalls` calls (0: never). */
 function record(dir: string, count: number, bytes: number, perCall: number, paceCalls: number) {
-  const base = Array.from({ length: Math.ceil(bytes / 64) }, (_, i) => `line ${i} of a long completion, padded..........\n`).join('').slice(0, bytes - 16);
+  const text = corpus();
+  let seed = 7;
+  const slice = (n: number): string => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    const at = seed % (text.length - n);
+    return text.slice(at, at + n);
+  };
   const before = rssMiB();
   const t0 = performance.now();
   const rec = new Recorder(dir, { installHandlers: false, captureEnvironment: false });
   let calls = 0;
   for (let done = 0; done < count; done += perCall) {
     const batch = Array.from({ length: Math.min(perCall, count - done) }, (_, i) => ({
-      completion_text: `${(done + i).toString().padStart(12, '0')} ${base}`,
+      completion_text: `${(done + i).toString().padStart(12, '0')} ${slice(bytes - 13)}`,
       prompt_text: 'Solve the following problem step by step.',
       reward_total: Math.random(),
       completion_len: bytes >> 2,

@@ -35,7 +35,10 @@ export interface WriteFigures {
 
 export interface ReadTiming {
   surface: string;
+  /** Best of the repeats. */
   ms: number;
+  /** Peak RSS of a fresh process after its first call of this surface (before DuckDB). */
+  peakRssMiB: number;
   duckdbMs: number | null;
   /** ours / DuckDB */
   ratio: number | null;
@@ -44,6 +47,7 @@ export interface ReadTiming {
 
 export interface ReadFigures {
   timings: ReadTiming[];
+  /** The largest of the surfaces' peaks. */
   peakRssMiB: number;
   duckdb: boolean;
 }
@@ -104,14 +108,29 @@ export function writeScaleRun(dir: string, steps: number, samplesPerStep: number
     sampling: { topK: Math.ceil(samplesPerStep / 4), bottomK: Math.ceil(samplesPerStep / 4), randomK: Math.max(0, samplesPerStep - 2 * Math.ceil(samplesPerStep / 4)) },
     queueCapacity: 65_536,
     sampleQueueBytes: 256 * 1024 * 1024,
+    // compacting millions of samples takes minutes; the default bound is for exit paths
+    closeTimeoutMs: 3_600_000,
   });
   const t0 = performance.now();
   const record: Record<string, number | Record<string, number> | number[]> = {};
+  // what a GRPO trainer logs: noisy means and losses, fractions of a batch of 512
+  // completions or 64 groups (few distinct values), a learning-rate schedule, integer
+  // lengths, timings
+  const batch = 512;
+  const groups = 64;
+  const frac = (p: number, n: number) => Math.round(Math.min(1, Math.max(0, p + (rand() - 0.5) * 0.05)) * n) / n;
   for (let step = 0; step < steps; step++) {
     const drift = step / Math.max(1, steps);
     STEP_SCALARS.forEach((k, i) => {
       record[k] = Math.sin(step * 0.01 + i) * 0.1 + drift + i * 0.01 + rand() * 0.01;
     });
+    for (const k of ['clip_fraction', 'adv_zero_frac', 'max_len_hit_frac', 'eos_rate', 'repetition_rate', 'truncation_rate', 'value_clip_fraction'] as const) {
+      record[k] = frac(k === 'eos_rate' ? 0.97 : 0.03, batch);
+    }
+    record.zero_variance_group_frac = frac(0.1 + drift * 0.2, groups);
+    record.lr = 1e-6 * Math.min(1, step / 500) * (0.5 + 0.5 * Math.cos((Math.PI * step) / steps));
+    record.completion_len_max = 1024 - Math.floor(rand() * 64);
+    record.completion_len_p95 = 600 + Math.floor(rand() * 200);
     record.step = step;
     record.nan_count = 0;
     record.inf_count = 0;
@@ -187,24 +206,33 @@ async function timeIt<T>(f: () => T | Promise<T>): Promise<[number, T]> {
   return [performance.now() - t, out];
 }
 
-/** Times each read surface (best of `repeat`), ours and DuckDB's. */
-export async function readScaleRun(dir: string, repeat = 3): Promise<ReadFigures> {
-  let duck: { run: (sql: string) => Promise<number> } | null = null;
+/** An in-memory DuckDB that materialises every value of a query, or null if not installed. */
+async function openDuckDb(): Promise<{ run: (sql: string) => Promise<number> } | null> {
   try {
     const { DuckDBInstance } = await import('@duckdb/node-api');
-    const db = await DuckDBInstance.create(':memory:');
-    const con = await db.connect();
-    duck = {
+    const con = await (await DuckDBInstance.create(':memory:')).connect();
+    return {
       run: async (sql: string) => {
-        const r = await con.runAndReadAll(sql);
-        // materialise every value, as our reader does
-        const cols = r.getColumns();
+        const cols = (await con.runAndReadAll(sql)).getColumns();
         return cols.length ? cols[0].length : 0;
       },
     };
   } catch {
-    duck = null;
+    return null;
   }
+}
+
+/** How many read surfaces `readScaleSurface` knows for this run (samples ones need samples). */
+export function surfaceCount(dir: string): number {
+  return RunReader.open(dir).sampleFiles().length === 0 ? 3 : 5;
+}
+
+/**
+ * Times read surface `index` (best of `repeat`), then DuckDB answering the same question
+ * on the same files. Meant for a fresh process: the peak RSS it reports is that process's
+ * after the first call, so one surface's garbage does not count against the next.
+ */
+export async function readScaleSurface(dir: string, index: number, repeat = 3): Promise<ReadTiming & { duckdb: boolean }> {
   const steps = path.join(dir, 'steps.parquet').replaceAll("'", "''");
   const samples = path.join(dir, 'samples', '*.parquet').replaceAll("'", "''");
   const reader = RunReader.open(dir);
@@ -250,34 +278,51 @@ export async function readScaleRun(dir: string, repeat = 3): Promise<ReadFigures
       detail: (k) => `${k} samples`,
     },
   ];
-  const timings: ReadTiming[] = [];
-  for (const s of surfaces) {
-    let best = Infinity;
-    let out: unknown;
-    for (let i = 0; i < repeat; i++) {
-      const [ms, r] = await timeIt(s.ours);
-      best = Math.min(best, ms);
-      out = r;
-    }
-    let duckBest: number | null = null;
-    if (duck && s.sql) {
-      duckBest = Infinity;
-      for (let i = 0; i < repeat; i++) duckBest = Math.min(duckBest, (await timeIt(() => duck!.run(s.sql!)))[0]);
-    }
-    timings.push({ surface: s.name, ms: best, duckdbMs: duckBest, ratio: duckBest ? best / duckBest : null, detail: s.detail(out) });
+  const s = surfaces[index];
+  if (!s) throw new Error(`no read surface ${index}`);
+  let best = Infinity;
+  let out: unknown;
+  let peakRssMiB = 0;
+  for (let i = 0; i < repeat; i++) {
+    const [ms, r] = await timeIt(s.ours);
+    if (i === 0) peakRssMiB = process.resourceUsage().maxRSS / 1024;
+    best = Math.min(best, ms);
+    out = r;
   }
-  return { timings, peakRssMiB: process.resourceUsage().maxRSS / 1024, duckdb: duck !== null };
+  // DuckDB only now: its module and buffers must not count in rlprobe's peak
+  const duck = await openDuckDb();
+  let duckdbMs: number | null = null;
+  if (duck && s.sql) {
+    duckdbMs = Infinity;
+    for (let k = 0; k < repeat; k++) duckdbMs = Math.min(duckdbMs, (await timeIt(() => duck!.run(s.sql!)))[0]);
+  }
+  return {
+    surface: s.name,
+    ms: best,
+    peakRssMiB,
+    duckdbMs,
+    ratio: duckdbMs ? best / duckdbMs : null,
+    detail: s.detail(out),
+    duckdb: duck !== null,
+  };
 }
 
 /**
- * Runs the read phase in a fresh process (its own peak RSS): `args` start the caller's
- * `--read DIR` entry, which prints `readScaleRun`'s figures as its last line of JSON.
+ * Runs the read phase, one fresh process per surface (each its own peak RSS):
+ * `argsFor(i)` starts the caller's entry that prints `readScaleSurface(dir, i)` as its
+ * last line of JSON.
  */
-export function readInChild(args: string[]): ReadFigures {
-  const r = spawnSync(process.execPath, [...process.execArgv, ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (r.status !== 0) throw new Error(`read phase failed (exit ${r.status}): ${r.stderr}`);
-  const line = r.stdout.trim().split('\n').at(-1) ?? '';
-  return JSON.parse(line) as ReadFigures;
+export function readInChildren(dir: string, argsFor: (index: number) => string[]): ReadFigures {
+  const timings: ReadTiming[] = [];
+  let duckdb = false;
+  for (let i = 0; i < surfaceCount(dir); i++) {
+    const r = spawnSync(process.execPath, [...process.execArgv, ...argsFor(i)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    if (r.status !== 0) throw new Error(`read surface ${i} failed (exit ${r.status}): ${r.stderr}${r.stdout.slice(-2000)}`);
+    const { duckdb: d, ...t } = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as ReadTiming & { duckdb: boolean };
+    duckdb = d;
+    timings.push(t);
+  }
+  return { timings, peakRssMiB: Math.max(...timings.map((t) => t.peakRssMiB)), duckdb };
 }
 
 export function formatReport(w: WriteFigures, r: ReadFigures): string {
@@ -287,14 +332,14 @@ export function formatReport(w: WriteFigures, r: ReadFigures): string {
     `  write       ${w.seconds.toFixed(1)} s in all; ${Math.round(w.stepsPerSecond)} steps/s logged; close + compaction ${w.closeSeconds.toFixed(1)} s`,
     `  kept        ${w.samplesWritten} samples written, ${w.samplesDropped} samples and ${w.stepsDropped} steps dropped`,
     `  on disk     steps.parquet ${mib(w.stepsBytes)}; samples ${mib(w.samplesBytes)} (synthetic text: compresses better than real); run ${mib(w.totalBytes)}`,
-    `  peak RSS    write ${w.peakRssMiB.toFixed(0)} MiB; read ${r.peakRssMiB.toFixed(0)} MiB`,
+    `  peak RSS    write ${w.peakRssMiB.toFixed(0)} MiB; reads (largest, one fresh process per surface) ${r.peakRssMiB.toFixed(0)} MiB`,
     '',
-    `  ${'surface'.padEnd(44)} ${'rlprobe'.padStart(10)} ${'DuckDB'.padStart(10)} ${'ratio'.padStart(7)}`,
+    `  ${'surface'.padEnd(44)} ${'rlprobe'.padStart(10)} ${'DuckDB'.padStart(10)} ${'ratio'.padStart(7)} ${'peak RSS'.padStart(9)}`,
   ];
   for (const t of r.timings) {
     const duck = t.duckdbMs === null ? '—' : `${t.duckdbMs.toFixed(1)} ms`;
     const ratio = t.ratio === null ? '—' : `${t.ratio.toFixed(2)}×`;
-    lines.push(`  ${t.surface.padEnd(44)} ${`${t.ms.toFixed(1)} ms`.padStart(10)} ${duck.padStart(10)} ${ratio.padStart(7)}   ${t.detail}`);
+    lines.push(`  ${t.surface.padEnd(44)} ${`${t.ms.toFixed(1)} ms`.padStart(10)} ${duck.padStart(10)} ${ratio.padStart(7)} ${`${t.peakRssMiB.toFixed(0)} MiB`.padStart(9)}   ${t.detail}`);
   }
   if (!r.duckdb) lines.push('  (DuckDB not installed: npm install @duckdb/node-api to compare)');
   return lines.join('\n');

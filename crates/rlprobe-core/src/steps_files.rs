@@ -115,6 +115,9 @@ fn try_open(run_dir: &Path) -> io::Result<StepSources> {
 pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> io::Result<Table> {
     let sources = open_step_sources(run_dir)?;
     let mut table = Table::default();
+    for s in &sources.sources {
+        table.capacity_hint += crate::parquet_io::row_count(s.file.try_clone()?)? as usize;
+    }
     for s in sources.sources {
         read_into(s.file, &mut table, columns)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", s.path.display())))?;

@@ -29,12 +29,22 @@ pub struct ColumnBuf {
 
 impl ColumnBuf {
     pub fn new(kind: ColumnKind) -> Self {
+        Self::with_capacity(kind, 0)
+    }
+
+    /// A column with room for `rows` rows (a reader that knows the row count from the
+    /// footers allocates once: no doubling, no shrinking copy when handed to JS).
+    pub fn with_capacity(kind: ColumnKind, rows: usize) -> Self {
         let values = match kind {
-            ColumnKind::F64 => ColumnValues::F64(Vec::new()),
-            ColumnKind::I64 => ColumnValues::I64(Vec::new()),
-            ColumnKind::ListF64 => ColumnValues::ListF64 { offsets: vec![0], values: Vec::new() },
+            ColumnKind::F64 => ColumnValues::F64(Vec::with_capacity(rows)),
+            ColumnKind::I64 => ColumnValues::I64(Vec::with_capacity(rows)),
+            ColumnKind::ListF64 => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                ColumnValues::ListF64 { offsets, values: Vec::new() }
+            }
         };
-        ColumnBuf { values, valid: Vec::new() }
+        ColumnBuf { values, valid: Vec::with_capacity(rows) }
     }
 
     pub fn kind(&self) -> ColumnKind {
@@ -266,6 +276,8 @@ pub struct Table {
     pub rows: usize,
     pub names: Vec<String>,
     pub columns: Vec<ColumnBuf>,
+    /// Rows a new column makes room for (the reader sets it from the footers).
+    pub capacity_hint: usize,
 }
 
 impl Table {
@@ -292,7 +304,7 @@ impl Table {
                 i
             }
             None => {
-                let mut col = ColumnBuf::new(kind);
+                let mut col = ColumnBuf::with_capacity(kind, self.capacity_hint.max(self.rows));
                 col.pad_to(self.rows);
                 self.names.push(name.to_string());
                 self.columns.push(col);
@@ -336,12 +348,11 @@ impl Table {
 
     /// Columns in the canonical order (fixed, known fields, components, extras, others).
     pub fn sort_columns(&mut self) {
-        let mut order: Vec<usize> = (0..self.names.len()).collect();
-        order.sort_by(|&a, &b| column_order_key(&self.names[a]).cmp(&column_order_key(&self.names[b])));
-        let names = order.iter().map(|&i| self.names[i].clone()).collect();
-        let columns = order.iter().map(|&i| self.columns[i].clone()).collect();
-        self.names = names;
-        self.columns = columns;
+        // moves, not clones: a million-row table must not be held twice
+        let mut pairs: Vec<(String, ColumnBuf)> =
+            std::mem::take(&mut self.names).into_iter().zip(std::mem::take(&mut self.columns)).collect();
+        pairs.sort_by(|a, b| column_order_key(&a.0).cmp(&column_order_key(&b.0)));
+        (self.names, self.columns) = pairs.into_iter().unzip();
     }
 
     pub fn schema(&self) -> Schema {

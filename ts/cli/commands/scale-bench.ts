@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Command, Option } from 'clipanion';
 import * as t from 'typanion';
 
-import { formatReport, readInChild, readScaleRun, writeScaleRun } from '../../bench/scale.js';
+import { formatReport, readInChildren, readScaleSurface, writeScaleRun } from '../../bench/scale.js';
 import { ProbeCommand } from '../base-command.js';
 
 export class ScaleBenchCommand extends ProbeCommand {
@@ -30,18 +30,19 @@ export class ScaleBenchCommand extends ProbeCommand {
   });
   out = Option.String('--out', { description: 'Keep the recording in this (new) directory' });
   read = Option.String('--read', { hidden: true });
+  surface = Option.String('--surface', '0', { hidden: true, validator: t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0)) });
   json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
 
   async exec(): Promise<number> {
     if (this.read !== undefined) {
-      // the read phase, run in a child process of its own
-      this.context.stdout.write(`${JSON.stringify(await readScaleRun(this.read))}\n`);
+      // one surface of the read phase, in a child process of its own
+      this.context.stdout.write(`${JSON.stringify(await readScaleSurface(this.read, this.surface))}\n`);
       return 0;
     }
     const dir = this.out ?? mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
     try {
       const w = writeScaleRun(dir, this.steps, this.samplesPerStep, (s) => this.context.stderr.write(`${s}\n`));
-      const r = readInChild([process.argv[1], 'scale-bench', '--read', dir]);
+      const r = readInChildren(dir, (i) => [process.argv[1], 'scale-bench', '--read', dir, '--surface', String(i)]);
       this.context.stdout.write(this.json ? `${JSON.stringify({ write: w, read: r })}\n` : `${formatReport(w, r)}\n`);
     } finally {
       if (this.out === undefined) rmSync(dir, { recursive: true, force: true });
