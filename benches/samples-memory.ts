@@ -13,10 +13,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { processPeakRssMiB } from '../dist/bench/scale.js';
 import { Recorder, RunReader } from '../dist/index.js';
 
 const MiB = 1024 * 1024;
-const rssMiB = () => process.resourceUsage().maxRSS / 1024;
+// VmHWM on Linux: a child's ru_maxrss would include its parent's peak at fork time
+const rssMiB = processPeakRssMiB;
 
 function dirBytes(p: string): number {
   const st = statSync(p);

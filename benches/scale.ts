@@ -10,24 +10,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { formatReport, readInChildren, readScaleSurface, writeScaleRun } from '../dist/bench/scale.js';
+import { formatReport, readInChildren, writeScaleRun } from '../dist/bench/scale.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 }
 
-const readAt = process.argv.indexOf('--read');
-if (readAt > 0) {
-  process.stdout.write(`${JSON.stringify(await readScaleSurface(process.argv[readAt + 1], arg('--surface', 0)))}\n`);
-} else {
-  const keepAt = process.argv.indexOf('--keep');
-  const dir = keepAt > 0 ? process.argv[keepAt + 1] : mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
-  try {
-    const w = writeScaleRun(dir, arg('--steps', 100_000), arg('--samples-per-step', 8), (s: string) => console.error(s));
-    const r = readInChildren(dir, (i) => [fileURLToPath(import.meta.url), '--read', dir, '--surface', String(i)]);
-    console.log(formatReport(w, r));
-  } finally {
-    if (keepAt < 0) rmSync(dir, { recursive: true, force: true });
-  }
+const keepAt = process.argv.indexOf('--keep');
+const dir = keepAt > 0 ? process.argv[keepAt + 1] : mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
+try {
+  const w = writeScaleRun(dir, arg('--steps', 100_000), arg('--samples-per-step', 8), (s: string) => console.error(s));
+  // the reads run in the built CLI, as users run them (no TypeScript loader in the RSS)
+  const cli = fileURLToPath(new URL('../dist/cli/bin.js', import.meta.url));
+  const r = readInChildren(dir, (i) => [cli, 'scale-bench', '--read', dir, '--surface', String(i)], []);
+  console.log(formatReport(w, r));
+} finally {
+  if (keepAt < 0) rmSync(dir, { recursive: true, force: true });
 }

@@ -7,7 +7,7 @@
  * the write phase's (maxRSS only grows).
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 
@@ -50,6 +50,20 @@ export interface ReadFigures {
   /** The largest of the surfaces' peaks. */
   peakRssMiB: number;
   duckdb: boolean;
+}
+
+/**
+ * This process's peak RSS in MiB. On Linux from VmHWM: `ru_maxrss` survives exec, so a
+ * child would report its parent's peak at fork time as its own.
+ */
+export function processPeakRssMiB(): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]) / 1024;
+  } catch {
+    // not Linux
+  }
+  return process.resourceUsage().maxRSS / 1024;
 }
 
 /** A tiny deterministic PRNG (mulberry32), so every run of the benchmark is the same run. */
@@ -190,7 +204,7 @@ export function writeScaleRun(dir: string, steps: number, samplesPerStep: number
     stepsBytes,
     samplesBytes,
     totalBytes: size(dir),
-    peakRssMiB: process.resourceUsage().maxRSS / 1024,
+    peakRssMiB: processPeakRssMiB(),
   };
 }
 
@@ -285,7 +299,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
   let peakRssMiB = 0;
   for (let i = 0; i < repeat; i++) {
     const [ms, r] = await timeIt(s.ours);
-    if (i === 0) peakRssMiB = process.resourceUsage().maxRSS / 1024;
+    if (i === 0) peakRssMiB = processPeakRssMiB();
     best = Math.min(best, ms);
     out = r;
   }
@@ -312,11 +326,11 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
  * `argsFor(i)` starts the caller's entry that prints `readScaleSurface(dir, i)` as its
  * last line of JSON.
  */
-export function readInChildren(dir: string, argsFor: (index: number) => string[]): ReadFigures {
+export function readInChildren(dir: string, argsFor: (index: number) => string[], execArgv: string[] = process.execArgv): ReadFigures {
   const timings: ReadTiming[] = [];
   let duckdb = false;
   for (let i = 0; i < surfaceCount(dir); i++) {
-    const r = spawnSync(process.execPath, [...process.execArgv, ...argsFor(i)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const r = spawnSync(process.execPath, [...execArgv, ...argsFor(i)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (r.status !== 0) throw new Error(`read surface ${i} failed (exit ${r.status}): ${r.stderr}${r.stdout.slice(-2000)}`);
     const { duckdb: d, ...t } = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as ReadTiming & { duckdb: boolean };
     duckdb = d;
