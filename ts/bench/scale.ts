@@ -119,7 +119,12 @@ export function writeScaleRun(dir: string, steps: number, samplesPerStep: number
     runId: 'scale-bench',
     installHandlers: false,
     captureEnvironment: false,
-    sampling: { topK: Math.ceil(samplesPerStep / 4), bottomK: Math.ceil(samplesPerStep / 4), randomK: Math.max(0, samplesPerStep - 2 * Math.ceil(samplesPerStep / 4)) },
+    // 2 + 2 + 4 at 8; always exactly samplesPerStep kept of twice as many
+    sampling: {
+      topK: Math.ceil(samplesPerStep / 4),
+      bottomK: Math.floor(samplesPerStep / 4),
+      randomK: samplesPerStep - Math.ceil(samplesPerStep / 4) - Math.floor(samplesPerStep / 4),
+    },
     queueCapacity: 65_536,
     sampleQueueBytes: 256 * 1024 * 1024,
     // compacting millions of samples takes minutes; the default bound is for exit paths

@@ -31,6 +31,9 @@ export interface Migration {
   event?: (raw: Json) => Json;
 }
 
+/** Sample columns the Rust cursor filters on by their stored name. */
+const SAMPLE_FILTER_COLUMNS = ['step', 'capture_reason', 'group_id'];
+
 /** The built-in chain (empty: see above). */
 export const MIGRATIONS: readonly Migration[] = [];
 
@@ -47,6 +50,13 @@ export class ReadAdapter {
     this.steps = steps;
     this.stepRenames = compose(steps.map((m) => m.stepColumns));
     this.sampleRenames = compose(steps.map((m) => m.sampleColumns));
+    for (const [physical, current] of this.sampleRenames) {
+      if (SAMPLE_FILTER_COLUMNS.includes(current) || SAMPLE_FILTER_COLUMNS.includes(physical)) {
+        // the Rust cursor filters on these names as stored; renaming one needs the cursor
+        // to take physical names first
+        throw new RlprobeError('RLPROBE_SCHEMA_UNSUPPORTED', `a migration renames the sample filter column ${physical} → ${current}, which this reader cannot filter on`);
+      }
+    }
   }
 
   get migrated(): boolean {
@@ -83,17 +93,24 @@ export class ReadAdapter {
   }
 }
 
+/**
+ * Physical → current names over a chain of renames, step by step: each step renames the
+ * names the previous steps produced (so a swap within one step works, and a column
+ * renamed twice ends under its last name).
+ */
 function compose(maps: Array<Record<string, string> | undefined>): Map<string, string> {
-  // physical → current: follow each name through every later rename
+  // current name → physical name, starting from the identity for every name mentioned
+  const physicalOf = new Map<string, string>();
+  for (const map of maps) {
+    const next = new Map<string, string>();
+    const renamed = new Set(Object.keys(map ?? {}));
+    for (const [current, physical] of physicalOf) if (!renamed.has(current)) next.set(current, physical);
+    for (const [from, to] of Object.entries(map ?? {})) next.set(to, physicalOf.get(from) ?? from);
+    physicalOf.clear();
+    for (const [k, v] of next) physicalOf.set(k, v);
+  }
   const out = new Map<string, string>();
-  maps.forEach((map, i) => {
-    for (const [oldName, newName] of Object.entries(map ?? {})) {
-      let name = newName;
-      for (const later of maps.slice(i + 1)) name = later?.[name] ?? name;
-      if (![...out.values()].includes(oldName)) out.set(oldName, name);
-    }
-  });
-  for (const [k, v] of out) if (k === v) out.delete(k);
+  for (const [current, physical] of physicalOf) if (current !== physical) out.set(physical, current);
   return out;
 }
 

@@ -303,8 +303,10 @@ export class Recorder implements CrashHookTarget {
    * batch is thinned by the stratified policy (top-k and bottom-k by `reward_total`, a
    * seeded random draw from the rest; see `sampling`), each kept sample tagged with its
    * `capture_reason`. Validation and writing happen on the writer thread; a malformed
-   * sample becomes a `bad_record` event. A batch of `ASYNC_SELECT_MIN_SAMPLES` or more is
-   * selected off this thread: do not mutate its samples until the next tick.
+   * sample becomes a `bad_record` event. A batch of 4096 or more samples is selected off
+   * this thread and its kept samples are encoded when that finishes (at the latest at the
+   * next `flushSync`, `close` or exit): the array is copied, but do not mutate the sample
+   * objects themselves until then.
    */
   logSamples(samples: ArrayLike<SampleRecord>, options?: LogSamplesOptions): void {
     if (this.closed) return;

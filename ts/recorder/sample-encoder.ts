@@ -153,7 +153,12 @@ export class SampleEncoder {
     let bytes = this.keyCache.get(key);
     if (bytes === undefined) {
       bytes = utf8.encode(key);
-      if (bytes.length > MAX_KEY_BYTES) bytes = bytes.subarray(0, MAX_KEY_BYTES);
+      if (bytes.length > MAX_KEY_BYTES) {
+        // cut on a character boundary: a split UTF-8 sequence would void the whole call
+        let cut = MAX_KEY_BYTES;
+        while (cut > 0 && (bytes[cut] & 0xc0) === 0x80) cut--;
+        bytes = bytes.subarray(0, cut);
+      }
       if (this.keyCache.size < 4096) this.keyCache.set(key, bytes);
     }
     this.reserve(3 + bytes.length);

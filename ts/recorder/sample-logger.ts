@@ -90,7 +90,9 @@ export class SampleLogger {
         this.push(samples, selectSamplesSync(rewards, this.nativeSampling(s, call)), o.step);
         return;
       }
-      const p: PendingSelection = { samples, rewards, step: o.step, sampling: s, call, done: false };
+      // a shallow copy: a trainer that refills its rollout array after the call must not
+      // change what is recorded (the sample objects themselves are still read later)
+      const p: PendingSelection = { samples: Array.from(samples), rewards, step: o.step, sampling: s, call, done: false };
       this.pending.add(p);
       selectSamplesAsync(rewards, this.nativeSampling(s, call)).then(
         (picks) => this.finish(p, picks),

@@ -78,6 +78,15 @@ pub fn open_step_sources(run_dir: &Path) -> io::Result<StepSources> {
 }
 
 fn try_open(run_dir: &Path) -> io::Result<StepSources> {
+    // Parts before steps.parquet: a compaction finishing in between then lists these parts
+    // as absorbed (skipped). steps.parquet first would miss their rows: the old table lacks
+    // them, and they are deleted by the time the parts are listed.
+    let mut parts = Vec::new();
+    for (index, path) in list_parts(&run_dir.join(STEPS_PARTS_DIR))? {
+        // NotFound here means a compaction absorbed it after our listing: retry.
+        let file = File::open(&path)?;
+        parts.push((index, path, file));
+    }
     let mut sources = Vec::new();
     let mut absorbed = HashSet::new();
     let mut next_part = 0;
@@ -91,15 +100,13 @@ fn try_open(run_dir: &Path) -> io::Result<StepSources> {
         Err(e) => return Err(e),
     }
     let mut absorbed_leftovers = Vec::new();
-    for (index, path) in list_parts(&run_dir.join(STEPS_PARTS_DIR))? {
+    for (index, path, file) in parts {
         next_part = next_part.max(index + 1);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if absorbed.contains(&name) {
             absorbed_leftovers.push(path);
             continue;
         }
-        // NotFound here means a compaction absorbed it after our listing: retry.
-        let file = File::open(&path)?;
         sources.push(StepSource { path, file, compacted: false });
     }
     for name in &absorbed {
@@ -131,7 +138,16 @@ pub fn step_schema(run_dir: &Path) -> io::Result<arrow::datatypes::SchemaRef> {
     let sources = open_step_sources(run_dir)?;
     let mut schemas = Vec::new();
     for s in &sources.sources {
-        schemas.push(crate::parquet_io::arrow_schema(s.file.try_clone()?)?);
+        // only the columns a reader reads: another tool's text or struct columns whose
+        // types differ between files must not make the column listing fail
+        let schema = crate::parquet_io::arrow_schema(s.file.try_clone()?)?;
+        let readable: Vec<_> = schema
+            .fields()
+            .iter()
+            .filter(|f| f.data_type() == &arrow::datatypes::DataType::Null || crate::table::kind_of_arrow(f.data_type()).is_some())
+            .cloned()
+            .collect();
+        schemas.push(std::sync::Arc::new(arrow::datatypes::Schema::new(readable)));
     }
     crate::compact::union_schema(&schemas)
 }

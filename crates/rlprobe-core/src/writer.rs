@@ -271,6 +271,7 @@ impl Recorder {
             shared: shared.clone(),
             next_part,
             samples: SampleBatch::default(),
+            samples_in_flight: 0,
             next_sample_part,
             last_publish: Instant::now(),
             record: Vec::with_capacity(256),
@@ -467,6 +468,9 @@ struct WriterThread {
     record: Vec<f64>,
     next_part: u64,
     samples: SampleBatch,
+    /// Samples taken off the queue or out of the buffer and not yet counted as written,
+    /// bad or lost: a panic in between counts them as lost, keeping the invariant.
+    samples_in_flight: u64,
     next_sample_part: u64,
     last_publish: Instant,
 }
@@ -485,8 +489,9 @@ impl WriterThread {
                 let lost = self.batch.rows() as u64;
                 self.batch.reset();
                 bump(&self.shared.counters.writer.lost_in_writer, lost);
-                let lost_samples = self.samples.rows() as u64;
-                let _ = self.samples.take();
+                let lost_samples = self.samples.rows() as u64 + self.samples_in_flight;
+                self.samples.clear();
+                self.samples_in_flight = 0;
                 bump(&self.shared.counters.writer.samples_lost, lost_samples);
                 self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
             }
@@ -575,18 +580,21 @@ impl WriterThread {
             }) else {
                 break;
             };
+            self.samples_in_flight = count;
             match decode_batch(&encoded, self.shared.rank) {
                 Ok((rows, bad)) => {
-                    for b in &bad {
-                        self.report_bad_sample(b);
-                    }
                     bump(&self.shared.counters.writer.samples_bad, bad.len() as u64);
+                    self.samples_in_flight = 0;
                     for row in rows {
                         self.samples.push(row);
+                    }
+                    for b in &bad {
+                        self.report_bad_sample(b);
                     }
                 }
                 Err(reason) => {
                     bump(&self.shared.counters.writer.samples_bad, count);
+                    self.samples_in_flight = 0;
                     let line = event_line(
                         "bad_record",
                         None,
@@ -629,6 +637,7 @@ impl WriterThread {
         let rows = self.samples.rows() as u64;
         let name = part_name(self.next_sample_part);
         let dir = samples_dir(&self.opts.run_dir);
+        self.samples_in_flight = rows;
         let result = self.samples.take().map_err(std::io::Error::other).and_then(|batch| {
             std::fs::create_dir_all(&dir)?;
             publish(&dir, &name, |file| {
@@ -637,6 +646,7 @@ impl WriterThread {
                 Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
             })
         });
+        self.samples_in_flight = 0;
         match result {
             Ok(()) => {
                 self.next_sample_part += 1;
@@ -740,6 +750,9 @@ impl WriterThread {
         } else {
             None
         };
+        // calls still queued (the last cycle failed before draining them) are lost
+        let stranded: u64 = lock(&self.shared.samples).batches.drain(..).map(|(_, n)| n).sum();
+        bump(&self.shared.counters.writer.samples_lost, stranded);
         let _ = self.shared.write_events(None);
         let _ = lock(&self.shared.event_log).sync();
         CloseReport {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -6,6 +6,7 @@ import { Command, Option } from 'clipanion';
 import * as t from 'typanion';
 
 import { formatReport, readInChildren, readScaleSurface, writeScaleRun } from '../../bench/scale.js';
+import { RlprobeError } from '../../errors.js';
 import { ProbeCommand } from '../base-command.js';
 
 export class ScaleBenchCommand extends ProbeCommand {
@@ -38,6 +39,9 @@ export class ScaleBenchCommand extends ProbeCommand {
       // one surface of the read phase, in a child process of its own
       this.context.stdout.write(`${JSON.stringify(await readScaleSurface(this.read, this.surface))}\n`);
       return 0;
+    }
+    if (this.out !== undefined && existsSync(this.out) && readdirSync(this.out).length > 0) {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `--out ${this.out} is not empty: the benchmark records a new run`);
     }
     const dir = this.out ?? mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
     try {

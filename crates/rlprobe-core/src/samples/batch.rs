@@ -75,6 +75,12 @@ impl SampleBatch {
         self.bytes
     }
 
+    /// Drops the buffered rows (a writer failure: the caller counts them as lost).
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.bytes = 0;
+    }
+
     /// Empties the buffer into an Arrow batch.
     pub fn take(&mut self) -> Result<RecordBatch, String> {
         let rows = std::mem::take(&mut self.rows);

@@ -66,6 +66,15 @@ pub fn open_sample_sources(run_dir: &Path) -> io::Result<SampleSources> {
 
 fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
     let dir = samples_dir(run_dir);
+    // Parts before shards: a compaction finishing in between then lists these parts as
+    // absorbed (skipped, its shards read). Shards first would miss both: the old listing
+    // lacks the new shards, and the parts are gone by the time they are listed.
+    let mut parts = Vec::new();
+    for (index, path) in list_parts(&dir)? {
+        // NotFound here means a compaction absorbed it after our listing: retry.
+        let file = File::open(&path)?;
+        parts.push((index, path, file));
+    }
     let mut shards = Vec::new();
     for (index, path) in list_shards(&dir)? {
         let file = File::open(&path)?;
@@ -114,14 +123,13 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
             out.next_part = out.next_part.max(i + 1);
         }
     }
-    for (index, path) in list_parts(&dir)? {
+    for (index, path, file) in parts {
         out.next_part = out.next_part.max(index + 1);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if absorbed.contains(&name) {
             out.absorbed_leftovers.push(path);
             continue;
         }
-        let file = File::open(&path)?;
         out.files.push(SampleFile { path, file, shard: false });
     }
     Ok(out)

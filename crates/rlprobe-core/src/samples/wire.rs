@@ -174,7 +174,7 @@ impl<'a> Cursor<'a> {
             }
             TAG_OBJECT if depth == 0 => {
                 let n = self.u16()?;
-                let mut fields = Vec::with_capacity(n as usize);
+                let mut fields = Vec::with_capacity((n as usize).min(self.buf.len() / 3));
                 for _ in 0..n {
                     fields.push(self.field(1)?);
                 }
@@ -199,13 +199,15 @@ pub fn decode_batch(buf: &[u8], rank: i64) -> Result<(Vec<SampleRow>, Vec<BadSam
     }
     let call_step = c.f64()?;
     let count = c.u32()?;
-    let mut rows = Vec::with_capacity(count as usize);
+    // the count comes from the buffer: bound the allocation by what the buffer can hold
+    // (a sample takes at least 7 bytes), so a corrupt count cannot abort the process
+    let mut rows = Vec::with_capacity((count as usize).min(buf.len() / 7));
     let mut bad = Vec::new();
     for _ in 0..count {
         let index = c.u32()?;
         let reason = CaptureReason::from_code(c.u8()?);
         let n = c.u16()?;
-        let mut fields = Vec::with_capacity(n as usize);
+        let mut fields = Vec::with_capacity((n as usize).min(buf.len() / 3));
         for _ in 0..n {
             fields.push(c.field(0)?);
         }
@@ -539,6 +541,14 @@ mod tests {
         let (rows, bad) = decode_batch(&w.buf, 0).unwrap();
         assert_eq!(rows[0].step, 9);
         assert_eq!(bad[0].field, "step");
+    }
+
+    #[test]
+    fn a_corrupt_count_is_an_error_not_an_abort() {
+        let mut buf = MAGIC.to_le_bytes().to_vec();
+        buf.extend_from_slice(&1.0f64.to_le_bytes());
+        buf.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode_batch(&buf, 0).is_err());
     }
 
     #[test]
