@@ -7,9 +7,9 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSyn
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { Recorder, RlprobeError, RunReader, compactRun } from '../ts/index.js';
-import type { RlprobeErrorCode } from '../ts/index.js';
+import { Recorder, RunReader, compactRun } from '../ts/index.js';
 import { QUIET, cleanupTempDirs, tempDir } from './helpers/fixtures.js';
+import { throwsCode } from './helpers/errors.js';
 
 after(cleanupTempDirs);
 
@@ -19,19 +19,6 @@ const GOOD_MANIFEST = {
   created_at: '2024-01-02T03:04:05.000Z',
   algorithm: 'ppo',
 };
-
-function throwsCode(fn: () => unknown, code: RlprobeErrorCode, message?: RegExp): RlprobeError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof RlprobeError, `expected RlprobeError ${code}, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  if (message) assert.match(caught.message, message);
-  return caught;
-}
 
 function runWithManifest(manifest: string): string {
   const dir = tempDir();

@@ -19,28 +19,16 @@ import type { TestContext } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { DuckDBConnection } from '@duckdb/node-api';
 
-import { MIGRATIONS, Recorder, RlprobeError, RunReader, SCHEMA_VERSION, compactRun } from '../ts/index.js';
-import type { Migration, RlprobeErrorCode } from '../ts/index.js';
+import { MIGRATIONS, Recorder, RunReader, SCHEMA_VERSION, compactRun } from '../ts/index.js';
+import type { Migration } from '../ts/index.js';
 import { spawnChild, waitForExit } from './helpers/child.js';
 import { QUIET, cleanupTempDirs, runCli, tempDir } from './helpers/fixtures.js';
 import type { ChildResult } from './helpers/fixtures.js';
+import { throwsCode } from './helpers/errors.js';
 
 after(cleanupTempDirs);
 
 // ---------------------------------------------------------------- helpers
-
-function throwsCode(fn: () => unknown, code: RlprobeErrorCode, message?: RegExp): RlprobeError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  assert.ok(caught instanceof RlprobeError, `expected RlprobeError ${code}, got ${String(caught)}`);
-  assert.equal(caught.code, code, caught.message);
-  if (message) assert.match(caught.message, message);
-  return caught;
-}
 
 function assertExit(r: ChildResult, code: number, what: string): void {
   assert.equal(r.code, code, `${what}: exit ${r.code} (signal ${r.signal})\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);

@@ -55,6 +55,19 @@ pub fn publish<T>(
     result
 }
 
+/// Runs `open` again while it fails with NotFound (a compaction moved a file between our
+/// listing and our open), at most 8 times.
+pub fn retry_while_files_move<T>(mut open: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let mut last = None;
+    for _ in 0..8 {
+        match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => last = Some(e),
+            other => return other,
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("files kept changing")))
+}
+
 /// Writes bytes atomically (the manifest).
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

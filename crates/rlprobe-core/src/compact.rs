@@ -90,7 +90,7 @@ fn incompatible(name: &str) -> io::Error {
 }
 
 /// Reshapes a batch to `schema`: missing columns become nulls, types are cast.
-fn conform(batch: &RecordBatch, schema: &SchemaRef) -> io::Result<RecordBatch> {
+pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> io::Result<RecordBatch> {
     let columns: Vec<ArrayRef> = schema
         .fields()
         .iter()

@@ -50,21 +50,18 @@ pub fn arrow_schema(file: File) -> io::Result<SchemaRef> {
 pub fn read_into(file: File, table: &mut Table, columns: Option<&[String]>) -> io::Result<()> {
     let mut b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(to_io)?.with_batch_size(65_536);
     if let Some(cols) = columns {
-        let schema = b.schema().clone();
-        let roots: Vec<usize> = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| cols.iter().any(|c| c == f.name()))
-            .map(|(i, _)| i)
-            .collect();
-        let mask = ProjectionMask::roots(b.parquet_schema(), roots);
+        let mask = ProjectionMask::roots(b.parquet_schema(), column_indices(b.schema(), |n| cols.iter().any(|c| c == n)));
         b = b.with_projection(mask);
     }
     for batch in b.build().map_err(to_io)? {
         table.append_batch(&batch.map_err(to_io)?).map_err(to_io)?;
     }
     Ok(())
+}
+
+/// Indices of the top-level columns of `schema` whose name `keep` accepts.
+pub fn column_indices(schema: &arrow::datatypes::Schema, keep: impl Fn(&str) -> bool) -> Vec<usize> {
+    schema.fields().iter().enumerate().filter(|(_, f)| keep(f.name())).map(|(i, _)| i).collect()
 }
 
 /// Streams batches of a Parquet file to `f` (compaction: constant memory per batch).

@@ -66,15 +66,7 @@ pub fn name_list_json(names: &[String]) -> String {
 /// Opens the step files of `run_dir`. Retries when a listed part vanishes mid-way
 /// (a compaction absorbed it after we opened the older `steps.parquet`).
 pub fn open_step_sources(run_dir: &Path) -> io::Result<StepSources> {
-    let mut last_err = None;
-    for _ in 0..8 {
-        match try_open(run_dir) {
-            Ok(s) => return Ok(s),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => last_err = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last_err.unwrap_or_else(|| io::Error::other("step files kept changing")))
+    crate::atomic::retry_while_files_move(|| try_open(run_dir))
 }
 
 fn try_open(run_dir: &Path) -> io::Result<StepSources> {

@@ -217,6 +217,16 @@ impl Shared {
         Ok(())
     }
 
+    /// The oldest queued `logSamples` call (its bytes and sample count).
+    fn pop_sample_call(&self) -> Option<(Vec<u8>, u64)> {
+        let mut q = lock(&self.samples);
+        let next = q.batches.pop_front();
+        if let Some((bytes, _)) = &next {
+            q.bytes -= bytes.len();
+        }
+        next
+    }
+
     fn record_error(&self, message: String) {
         let line = event_line("recorder_error", None, self.rank, &message, "{}");
         let _ = self.write_events(Some(&line));
@@ -569,17 +579,7 @@ impl WriterThread {
     /// Decodes queued `logSamples` calls into the sample buffer; malformed samples become
     /// `bad_record` events. A buffer past `sample_part_bytes` is published at once.
     fn drain_samples(&mut self) {
-        loop {
-            let Some((encoded, count)) = ({
-                let mut q = lock(&self.shared.samples);
-                let next = q.batches.pop_front();
-                if let Some((b, _)) = &next {
-                    q.bytes -= b.len();
-                }
-                next
-            }) else {
-                break;
-            };
+        while let Some((encoded, count)) = self.shared.pop_sample_call() {
             self.samples_in_flight = count;
             match decode_batch(&encoded, self.shared.rank) {
                 Ok((rows, bad)) => {
@@ -696,37 +696,32 @@ impl WriterThread {
         }
     }
 
-    /// Emits a `recorder_drops` event for drops not yet reported.
+    /// Emits `recorder_drops` events for step and sample drops not yet reported.
     fn report_drops(&self) {
-        let total = self.shared.ring.dropped();
-        let reported = self.shared.reported_drops.load(Relaxed);
-        if total > reported {
-            let new = total - reported;
-            let line = event_line(
-                "recorder_drops",
-                None,
-                self.shared.rank,
-                &format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
-                &format!("{{\"count\":{new},\"total\":{total}}}"),
-            );
-            let _ = self.shared.write_events(Some(&line));
-            self.shared.reported_drops.store(total, Relaxed);
+        self.report_new_drops(self.shared.ring.dropped(), &self.shared.reported_drops, |new, total| {
+            (
+                format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
+                String::new(),
+            )
+        });
+        let samples = self.shared.counters.producer.samples_dropped.load(Acquire);
+        self.report_new_drops(samples, &self.shared.reported_sample_drops, |new, total| {
+            (format!("{new} samples dropped: the sample queue was full ({total} in total)"), ",\"record\":\"sample\"".into())
+        });
+    }
+
+    /// One `recorder_drops` event for the drops past `reported`; `describe` gives the
+    /// message and extra data fields for `(new, total)`.
+    fn report_new_drops(&self, total: u64, reported: &AtomicU64, describe: impl Fn(u64, u64) -> (String, String)) {
+        let seen = reported.load(Relaxed);
+        if total <= seen {
+            return;
         }
-        let c = &self.shared.counters;
-        let total = c.producer.samples_dropped.load(Acquire);
-        let reported = self.shared.reported_sample_drops.load(Relaxed);
-        if total > reported {
-            let new = total - reported;
-            let line = event_line(
-                "recorder_drops",
-                None,
-                self.shared.rank,
-                &format!("{new} samples dropped: the sample queue was full ({total} in total)"),
-                &format!("{{\"count\":{new},\"total\":{total},\"record\":\"sample\"}}"),
-            );
-            let _ = self.shared.write_events(Some(&line));
-            self.shared.reported_sample_drops.store(total, Relaxed);
-        }
+        let new = total - seen;
+        let (message, extra) = describe(new, total);
+        let data = format!("{{\"count\":{new},\"total\":{total}{extra}}}");
+        let _ = self.shared.write_events(Some(&event_line("recorder_drops", None, self.shared.rank, &message, &data)));
+        reported.store(total, Relaxed);
     }
 
     fn finish(&mut self, compact: bool) -> CloseReport {

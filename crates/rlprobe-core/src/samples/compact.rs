@@ -16,9 +16,9 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 
 use super::files::{open_sample_sources, samples_dir, SampleFile};
-use super::schema::{conform, union_sample_schema};
+use super::schema::union_sample_schema;
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
-use crate::compact::{lock_run, CompactReport};
+use crate::compact::{conform, lock_run, CompactReport};
 use crate::layout::{
     shard_name, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS, META_NEXT_PART, SAMPLE_SHARD_ROWS,
 };

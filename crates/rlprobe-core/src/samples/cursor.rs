@@ -14,7 +14,7 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use super::files::{open_sample_sources, SampleFile};
-use crate::parquet_io::to_io;
+use crate::parquet_io::{column_indices, to_io};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SampleFilter {
@@ -130,14 +130,7 @@ impl SampleCursor {
         let mut b = b.with_row_groups(groups);
         if let Some(cols) = &self.columns {
             let needed = self.filter.columns();
-            let roots: Vec<usize> = b
-                .schema()
-                .fields()
-                .iter()
-                .enumerate()
-                .filter(|(_, fl)| cols.iter().any(|c| c == fl.name()) || needed.contains(&fl.name().as_str()))
-                .map(|(i, _)| i)
-                .collect();
+            let roots = column_indices(b.schema(), |n| cols.iter().any(|c| c == n) || needed.contains(&n));
             let mask = ProjectionMask::roots(b.parquet_schema(), roots);
             b = b.with_projection(mask);
         }
@@ -152,14 +145,7 @@ impl SampleCursor {
             batch = arrow::compute::filter_record_batch(&batch, &mask).map_err(to_io)?;
         }
         if let Some(cols) = &self.columns {
-            let keep: Vec<usize> = batch
-                .schema()
-                .fields()
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| cols.iter().any(|c| c == f.name()))
-                .map(|(i, _)| i)
-                .collect();
+            let keep = column_indices(&batch.schema(), |n| cols.iter().any(|c| c == n));
             batch = batch.project(&keep).map_err(to_io)?;
         }
         Ok(batch)

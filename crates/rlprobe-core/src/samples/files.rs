@@ -53,15 +53,7 @@ struct ShardInfo {
 
 /// Opens the sample files of `run_dir` (retrying if a compaction moves them meanwhile).
 pub fn open_sample_sources(run_dir: &Path) -> io::Result<SampleSources> {
-    let mut last = None;
-    for _ in 0..8 {
-        match try_open(run_dir) {
-            Ok(s) => return Ok(s),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("sample files kept changing")))
+    crate::atomic::retry_while_files_move(|| try_open(run_dir))
 }
 
 fn try_open(run_dir: &Path) -> io::Result<SampleSources> {

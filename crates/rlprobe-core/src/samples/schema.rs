@@ -5,11 +5,9 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::batch::SAMPLE_COLUMNS;
-use crate::parquet_io::to_io;
 
 fn is_number(dt: &DataType) -> bool {
     dt.is_integer() || dt.is_floating()
@@ -72,19 +70,4 @@ pub fn union_sample_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
         fields.push(Field::new(name, t, true));
     }
     Ok(Arc::new(Schema::new(fields)))
-}
-
-/// Reshapes a batch to `schema`: missing columns become nulls, types are cast.
-pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> io::Result<RecordBatch> {
-    let columns: Vec<ArrayRef> = schema
-        .fields()
-        .iter()
-        .map(|f| match batch.column_by_name(f.name()) {
-            Some(a) if a.data_type() == f.data_type() => Ok(a.clone()),
-            Some(a) if a.data_type() == &DataType::Null => Ok(new_null_array(f.data_type(), batch.num_rows())),
-            Some(a) => arrow::compute::cast(a, f.data_type()).map_err(to_io),
-            None => Ok(new_null_array(f.data_type(), batch.num_rows())),
-        })
-        .collect::<io::Result<_>>()?;
-    RecordBatch::try_new(schema.clone(), columns).map_err(to_io)
 }
