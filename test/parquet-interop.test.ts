@@ -10,8 +10,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { DuckDBInstance } from '@duckdb/node-api';
-import type { DuckDBConnection } from '@duckdb/node-api';
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { AsyncBuffer } from 'hyparquet';
 
@@ -19,6 +17,7 @@ import { RunReader } from '../ts/index.js';
 import type { StoredStepRecord } from '../ts/index.js';
 import { prng as rng } from './helpers/prng.js';
 import { openRun } from './helpers/run-dir.js';
+import { sqlPath, withDuckDB } from './helpers/duckdb.js';
 
 const STEPS = 300;
 const FLUSH_STEPS = 25;
@@ -84,21 +83,6 @@ function assertSameCell(external: unknown, reader: unknown, where: string): void
   }
   assert.equal(typeof external, 'number', `${where}: ${typeof external}`);
   assert.ok(Object.is(external, reader), `${where}: ${show(external)} vs ${show(reader)}`);
-}
-
-function sqlPath(p: string): string {
-  return p.replaceAll("'", "''");
-}
-
-async function withDuckDB<T>(fn: (con: DuckDBConnection) => Promise<T>): Promise<T> {
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
-    return await fn(con);
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
 }
 
 function fileBuffer(file: string): AsyncBuffer {

@@ -16,15 +16,13 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { TestContext } from 'node:test';
 
-import { DuckDBInstance } from '@duckdb/node-api';
-import type { DuckDBConnection } from '@duckdb/node-api';
-
 import { MIGRATIONS, Recorder, RunReader, SCHEMA_VERSION, compactRun } from '../ts/index.js';
 import type { Migration } from '../ts/index.js';
 import { spawnChild, waitForExit } from './helpers/child.js';
 import { QUIET, cleanupTempDirs, runCli, tempDir } from './helpers/fixtures.js';
 import type { ChildResult } from './helpers/fixtures.js';
 import { throwsCode } from './helpers/errors.js';
+import { sqlPath, withDuckDB } from './helpers/duckdb.js';
 
 after(cleanupTempDirs);
 
@@ -72,19 +70,6 @@ function assertUnchanged(before: Map<string, FileState>, after: Map<string, File
     assert.deepEqual(after.get(file), state, `${what}: ${file} unchanged (content and mtime)`);
   }
 }
-
-async function withDuckDB<T>(fn: (con: DuckDBConnection) => Promise<T>): Promise<T> {
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
-    return await fn(con);
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
-}
-
-const sqlPath = (p: string) => p.replace(/'/g, "''");
 
 function readJsonLines(file: string): Array<Record<string, unknown>> {
   return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -346,21 +331,30 @@ describe('schema_version policy', () => {
     });
   });
 
-  describe('additive changes: unknown columns ignored, missing columns absent', () => {
+  /**
+ * A live run with steps 0–5 (loss s/10) published, plus a part another (newer) writer
+ * wrote: steps 100–102, loss i/2, `extraColumns`, and a text and a struct column this
+ * version does not know.
+ */
+async function runWithForeignPart(t: TestContext, prefix: string, extraColumns: string) {
+  const dir = tempDir(prefix);
+  const rec = new Recorder(dir, { ...QUIET, flushSteps: 3, captureEnvironment: false });
+  t.after(() => rec.close());
+  for (let s = 0; s < 6; s++) rec.logStep({ step: s, loss: s / 10 });
+  assert.ok(rec.flushSync(20_000));
+  const foreign = path.join(dir, 'steps', 'part-00099.parquet');
+  await withDuckDB(async (con) => {
+    await con.run(
+      `COPY (SELECT (100 + i)::BIGINT AS step, (i * 0.5)::DOUBLE AS loss, ${extraColumns}'note ' || i::VARCHAR AS note, {'a': i, 'b': 'x' || i::VARCHAR} AS nested ` +
+        `FROM range(3) t(i)) TO '${sqlPath(foreign)}' (FORMAT parquet, COMPRESSION zstd)`,
+    );
+  });
+  return { dir, rec, foreign };
+}
+
+describe('additive changes: unknown columns ignored, missing columns absent', () => {
     test('a step part with unknown columns (text, struct): ignored by every reader, loss still read', async (t) => {
-      const dir = tempDir('rlprobe-unknown-cols-');
-      const rec = new Recorder(dir, { ...QUIET, flushSteps: 3, captureEnvironment: false });
-      t.after(() => rec.close());
-      for (let s = 0; s < 6; s++) rec.logStep({ step: s, loss: s / 10 });
-      assert.ok(rec.flushSync(20_000));
-      // a part written by another (newer) writer, with columns this version does not know
-      const foreign = path.join(dir, 'steps', 'part-00099.parquet');
-      await withDuckDB(async (con) => {
-        await con.run(
-          `COPY (SELECT (100 + i)::BIGINT AS step, (i * 0.5)::DOUBLE AS loss, 'note ' || i::VARCHAR AS note, {'a': i, 'b': 'x' || i::VARCHAR} AS nested ` +
-            `FROM range(3) t(i)) TO '${sqlPath(foreign)}' (FORMAT parquet, COMPRESSION zstd)`,
-        );
-      });
+      const { dir, rec, foreign } = await runWithForeignPart(t, 'rlprobe-unknown-cols-', '');
       const reader = RunReader.open(dir);
       const columns = reader.stepColumns().map((c) => c.name);
       assert.deepEqual(columns, ['step', 'timestamp', 'rank', 'loss'], 'unknown columns are not listed');
@@ -393,18 +387,7 @@ describe('schema_version policy', () => {
     test('compaction keeps the columns it does not know (it must not drop recorded data)', async (t) => {
       // Same fixture as above, then compaction (close() and `probe compact` share it). The
       // part files are deleted afterwards, so whatever steps.parquet leaves out is lost.
-      const dir = tempDir('rlprobe-unknown-compact-');
-      const rec = new Recorder(dir, { ...QUIET, flushSteps: 3, captureEnvironment: false });
-      t.after(() => rec.close());
-      for (let s = 0; s < 6; s++) rec.logStep({ step: s, loss: s / 10 });
-      assert.ok(rec.flushSync(20_000));
-      const foreign = path.join(dir, 'steps', 'part-00099.parquet');
-      await withDuckDB(async (con) => {
-        await con.run(
-          `COPY (SELECT (100 + i)::BIGINT AS step, (i * 0.5)::DOUBLE AS loss, (i * 7)::DOUBLE AS future_metric, 'note ' || i::VARCHAR AS note, {'a': i, 'b': 'x' || i::VARCHAR} AS nested ` +
-            `FROM range(3) t(i)) TO '${sqlPath(foreign)}' (FORMAT parquet, COMPRESSION zstd)`,
-        );
-      });
+      const { dir, rec, foreign } = await runWithForeignPart(t, 'rlprobe-unknown-compact-', '(i * 7)::DOUBLE AS future_metric, ');
       const summary = rec.close();
       assert.equal(summary.error, null);
       assert.ok(existsSync(path.join(dir, 'steps.parquet')));
