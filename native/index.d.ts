@@ -48,6 +48,13 @@ export declare class NativeRecorder {
   flush(timeoutMs: number): boolean
   /** Flushes, optionally compacts, stops the writer; waits at most `timeout_ms`. */
   close(compact: boolean, timeoutMs: number): NativeCloseReport
+  /** Live findings not taken yet (empty without a live doctor). */
+  takeFindings(): Array<NativeFinding>
+  /**
+   * Has the live doctor evaluate everything published so far (call after `flush`), and
+   * returns the findings not taken yet.
+   */
+  finishDoctor(timeoutMs: number): Array<NativeFinding>
   counters(): NativeCounters
   lastError(): string | null
 }
@@ -69,6 +76,12 @@ export declare function compactSteps(runDir: string): NativeCompactReport
 
 /** Panics on purpose, so the tests can show a Rust panic surfaces as a JS error. */
 export declare function debugPanic(message: string): void
+
+/** Diagnoses the run in `run_dir` (rank 0's steps and samples). */
+export declare function diagnoseRun(runDir: string, options?: NativeDoctorOptions | undefined | null): NativeDiagnosis
+
+/** The detectors and the columns they read. */
+export declare function doctorDetectors(): Array<NativeDetectorInfo>
 
 export interface NativeCloseReport {
   counters: NativeCounters
@@ -118,9 +131,69 @@ export interface NativeCounters {
   samplesPending: number
 }
 
+export interface NativeDetectorInfo {
+  name: string
+  codes: Array<string>
+  reads: string
+}
+
+export interface NativeDiagnosis {
+  /** Logged points (step rows) diagnosed. */
+  points: number
+  samples: number
+  findings: Array<NativeFinding>
+  skipped: Array<NativeSkipped>
+  ran: Array<string>
+}
+
+export interface NativeDoctorOptions {
+  /** Keep findings whose onset is at or after this step. */
+  since?: number
+  /** Printing resolution of imported columns (manifest `extra.source.resolution`). */
+  resolution?: Record<string, number>
+  /** False for imports whose `kl_mean` is a sequence-level KL. */
+  klPerToken?: boolean
+  /** Read per-sample records for evidence (default true). */
+  samples?: boolean
+  /** Stored column name → current name, for recordings read through a migration. */
+  renames?: Record<string, string>
+}
+
+export interface NativeEvidence {
+  name: string
+  value: number
+}
+
+export interface NativeEvidenceSample {
+  step: number
+  sampleId: string
+  why: string
+}
+
 export interface NativeFieldSpec {
   name: string
   kind: string
+}
+
+export interface NativeFinding {
+  code: string
+  /** "info", "warn" or "critical" */
+  severity: string
+  onsetStep: number
+  lastStep: number
+  confidence: number
+  message: string
+  remedy: string
+  evidence: Array<NativeEvidence>
+  columns: Array<string>
+  rootCause?: string
+  samples: Array<NativeEvidenceSample>
+}
+
+export interface NativeLiveDoctorOptions {
+  /** Evaluate at most every this many new logged points. */
+  minEvery: number
+  resolution?: Record<string, number>
 }
 
 export interface NativeRecorderOptions {
@@ -132,6 +205,8 @@ export interface NativeRecorderOptions {
   queueCapacity: number
   /** Bytes of encoded samples queued before `logSamples` calls drop. */
   sampleQueueBytes?: number
+  /** Runs the doctor live on every published step part, on a thread of its own. */
+  liveDoctor?: NativeLiveDoctorOptions
 }
 
 export interface NativeSampleBatch {
@@ -182,6 +257,12 @@ export interface NativeSampling {
   /** The recorder's seed; mixed with `call` into this call's draw. */
   seed: number
   call: number
+}
+
+export interface NativeSkipped {
+  detector: string
+  codes: Array<string>
+  reason: string
 }
 
 export interface NativeStepFile {

@@ -5,6 +5,7 @@
 //! - `recorder`: `NativeRecorder` and the hand-registered hot path `pushStep`
 //! - `steps`: reading steps as typed-array columns, their files and columns, compaction
 //! - `samples`: sample selection, compaction and the streaming sample cursor
+//! - `doctor`: diagnosing a run, and the live doctor fed by the recorder's writer
 
 use std::path::PathBuf;
 
@@ -12,6 +13,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use rlprobe_core::compact::CompactReport;
 
+mod doctor;
 mod recorder;
 mod samples;
 mod steps;

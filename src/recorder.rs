@@ -9,6 +9,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use rlprobe_core::writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};
 
+use crate::doctor::{LiveFeed, NativeFinding};
 use crate::{err, io_err, NativeCompactReport};
 
 #[napi(object)]
@@ -21,6 +22,15 @@ pub struct NativeRecorderOptions {
     pub queue_capacity: u32,
     /// Bytes of encoded samples queued before `logSamples` calls drop.
     pub sample_queue_bytes: Option<u32>,
+    /// Runs the doctor live on every published step part, on a thread of its own.
+    pub live_doctor: Option<NativeLiveDoctorOptions>,
+}
+
+#[napi(object)]
+pub struct NativeLiveDoctorOptions {
+    /// Evaluate at most every this many new logged points.
+    pub min_every: u32,
+    pub resolution: Option<std::collections::HashMap<String, f64>>,
 }
 
 #[napi(object)]
@@ -91,6 +101,7 @@ struct Slot {
     recorder: Recorder,
     /// The JS encoder's reusable slot buffer; `pushStep(h, n)` reads its first n slots.
     scratch: Option<Float64Array>,
+    doctor: Option<LiveFeed>,
 }
 
 thread_local! {
@@ -125,10 +136,18 @@ impl NativeRecorder {
         if let Some(bytes) = options.sample_queue_bytes {
             o.sample_queue_bytes = bytes.max(1) as usize;
         }
+        let doctor = match options.live_doctor {
+            Some(d) => {
+                let (feed, tap) = LiveFeed::start(d.min_every.max(1) as usize, d.resolution.unwrap_or_default()).map_err(io_err)?;
+                o.step_tap = Some(tap);
+                Some(feed)
+            }
+            None => None,
+        };
         let recorder = Recorder::open(o).map_err(io_err)?;
         let handle = SLOTS.with(|slots| {
             let mut slots = slots.borrow_mut();
-            let slot = Some(Slot { recorder, scratch: None });
+            let slot = Some(Slot { recorder, scratch: None, doctor });
             match slots.iter().position(Option::is_none) {
                 Some(free) => {
                     slots[free] = slot;
@@ -257,6 +276,22 @@ impl NativeRecorder {
         })
     }
 
+    /// Live findings not taken yet (empty without a live doctor).
+    #[napi(catch_unwind)]
+    pub fn take_findings(&self) -> Result<Vec<NativeFinding>> {
+        with_slot(self.handle, |slot| Ok(slot.doctor.as_ref().map(|d| d.take()).unwrap_or_default().into_iter().map(Into::into).collect()))
+    }
+
+    /// Has the live doctor evaluate everything published so far (call after `flush`), and
+    /// returns the findings not taken yet.
+    #[napi(catch_unwind)]
+    pub fn finish_doctor(&self, timeout_ms: u32) -> Result<Vec<NativeFinding>> {
+        with_slot(self.handle, |slot| match &slot.doctor {
+            Some(d) => Ok(d.finish(Duration::from_millis(timeout_ms as u64))?.into_iter().map(Into::into).collect()),
+            None => Ok(Vec::new()),
+        })
+    }
+
     #[napi(catch_unwind)]
     pub fn counters(&self) -> Result<NativeCounters> {
         with_slot(self.handle, |slot| Ok(slot.recorder.counters().into()))
@@ -309,7 +344,7 @@ fn push_into_slot(handle: u32, len: u32) -> bool {
     SLOTS.with(|slots| {
         let slots = slots.borrow();
         match slots.get(handle as usize) {
-            Some(Some(Slot { recorder, scratch: Some(scratch) })) => {
+            Some(Some(Slot { recorder, scratch: Some(scratch), .. })) => {
                 recorder.push_step(&scratch[..(len as usize).min(scratch.len())])
             }
             _ => false,

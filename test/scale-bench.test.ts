@@ -35,9 +35,11 @@ describe('probe scale-bench', () => {
       'one series (kl_mean)',
       'samples: top_k of the whole run (no texts)',
       'samples: 100 steps in full (texts)',
+      'probe doctor',
+      'probe watch: catching up',
     ]);
     assert.ok(report.read.duckdb, 'DuckDB (a devDependency) is compared against');
-    for (const x of report.read.timings) {
+    for (const x of report.read.timings.filter((t) => !t.surface.startsWith('probe doctor') && !t.surface.startsWith('probe watch'))) {
       assert.ok(x.ms > 0 && x.duckdbMs !== null && x.duckdbMs > 0, JSON.stringify(x));
       assert.ok(Math.abs(x.ratio! - x.ms / x.duckdbMs!) < 1e-9);
     }
@@ -48,6 +50,10 @@ describe('probe scale-bench', () => {
     const topK = [...reader.samples({ reason: 'top_k', columns: ['step'] })].length;
     assert.equal(report.read.timings[3].detail, `${topK} samples`);
     assert.equal(report.read.timings[4].detail, `${[...reader.samples({ stepRange: [200, 299] })].length} samples`);
+    // the doctor's surfaces have no DuckDB counterpart, and describe the same run
+    assert.match(report.read.timings[5].detail, /^\d+ findings, 400 points$/);
+    assert.equal(report.read.timings[5].duckdbMs, null);
+    assert.match(report.read.timings[6].detail, /^first look: 400 points, \d+ findings$/);
 
     // text output, and the temporary recording is removed when --out is not given
     const text = await runCli(['scale-bench', '--steps', '50', '--samples-per-step', '2']);

@@ -14,6 +14,8 @@ export type RlprobeErrorCode =
   | 'RLPROBE_SCHEMA_TOO_NEW'
   | 'RLPROBE_SCHEMA_UNSUPPORTED'
   | 'RLPROBE_INVALID_QUERY'
+  | 'RLPROBE_IMPORT_FAILED'
+  | 'RLPROBE_AUTO_HALT'
   | 'RLPROBE_NATIVE';
 
 export class RlprobeError extends Error {

@@ -17,6 +17,8 @@ export {
   stepFieldSpecs,
   writeFileAtomic,
   debugPanic,
+  diagnoseRun,
+  doctorDetectors,
 } from '../native/index.js';
 export type {
   NativeCloseReport,
@@ -29,4 +31,6 @@ export type {
   NativeSampleBatch,
   NativeSampleColumn,
   NativeSampleFiles,
+  NativeDiagnosis,
+  NativeFinding,
 } from '../native/index.js';

@@ -12,6 +12,9 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 
 import { buildCli } from '../cli/main.js';
+import { diagnose } from '../doctor/diagnose.js';
+import { RunWatcher } from '../doctor/watch.js';
+import type { TickResult } from '../doctor/watch.js';
 import { RunReader } from '../reader/run-reader.js';
 import { Recorder } from '../recorder/recorder.js';
 import type { SampleRecord } from '../schema/sample-record.js';
@@ -241,9 +244,12 @@ async function openDuckDb(): Promise<{ run: (sql: string) => Promise<number> } |
   }
 }
 
+const SURFACES = 7;
+const SAMPLE_SURFACES = 2;
+
 /** How many read surfaces `readScaleSurface` knows for this run (samples ones need samples). */
 export function surfaceCount(dir: string): number {
-  return RunReader.open(dir).sampleFiles().length === 0 ? 3 : 5;
+  return RunReader.open(dir).sampleFiles().length === 0 ? SURFACES - SAMPLE_SURFACES : SURFACES;
 }
 
 /**
@@ -257,7 +263,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
   const reader = RunReader.open(dir);
   const n = reader.view(['step']).length;
   const mid = Math.floor(n / 2);
-  const surfaces: Array<{ name: string; ours: () => unknown; sql: string | null; detail: (r: unknown) => string }> = [
+  const all: Array<{ name: string; needsSamples?: boolean; ours: () => unknown; sql: string | null; detail: (r: unknown) => string }> = [
     {
       name: 'probe info',
       ours: async () => buildCli().run(['info', dir], { stdout: new Sink(), stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 }),
@@ -277,6 +283,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       detail: (s) => `${(s as Float64Array).length} values`,
     },
     {
+      needsSamples: true,
       name: 'samples: top_k of the whole run (no texts)',
       ours: () => {
         let k = 0;
@@ -287,6 +294,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       detail: (k) => `${k} samples`,
     },
     {
+      needsSamples: true,
       name: 'samples: 100 steps in full (texts)',
       ours: () => {
         let k = 0;
@@ -296,8 +304,25 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       sql: `SELECT * FROM read_parquet('${samples}', union_by_name=true) WHERE step BETWEEN ${mid} AND ${mid + 99}`,
       detail: (k) => `${k} samples`,
     },
+    {
+      name: 'probe doctor',
+      ours: async () => {
+        const out = new Sink();
+        await buildCli().run(['doctor', dir], { stdout: out, stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 });
+        return out;
+      },
+      sql: null,
+      detail: () => `${diagnose(RunReader.open(dir)).findings.length} findings, ${n} points`,
+    },
+    {
+      name: 'probe watch: catching up',
+      ours: () => new RunWatcher(dir, { haltOn: 'never', minConfidence: 1 }).tick(),
+      sql: null,
+      detail: (r) => `first look: ${(r as TickResult).points} points, ${(r as TickResult).findings.length} findings`,
+    },
   ];
-  const s = surfaces[index];
+  const hasSamples = reader.sampleFiles().length > 0;
+  const s = all.filter((x) => hasSamples || !x.needsSamples)[index];
   if (!s) throw new Error(`no read surface ${index}`);
   let best = Infinity;
   let out: unknown;

@@ -4,10 +4,13 @@ import { Builtins, Cli } from 'clipanion';
 import type { BaseContext } from 'clipanion';
 
 import { CompactCommand } from './commands/compact.js';
+import { DoctorCommand } from './commands/doctor.js';
 import { EventsCommand } from './commands/events.js';
+import { ImportJsonlCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
 import { InfoCommand } from './commands/info.js';
 import { SamplesCommand } from './commands/samples.js';
 import { ScaleBenchCommand } from './commands/scale-bench.js';
+import { WatchCommand } from './commands/watch.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -19,6 +22,11 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(EventsCommand);
   cli.register(SamplesCommand);
   cli.register(CompactCommand);
+  cli.register(DoctorCommand);
+  cli.register(WatchCommand);
+  cli.register(ImportTrlCommand);
+  cli.register(ImportVerlCommand);
+  cli.register(ImportJsonlCommand);
   cli.register(ScaleBenchCommand);
   return cli;
 }

@@ -16,6 +16,8 @@ export const RecorderOptionsSchema = z.strictObject({
   /** The full trainer configuration; stored in the manifest. Must be JSON-serialisable. */
   trainerConfig: z.record(z.string(), z.unknown()).default({}),
   notes: z.string().nullable().default(null),
+  /** Extra manifest metadata (e.g. `source` for imported runs). Must be JSON-serialisable. */
+  manifestExtra: z.record(z.string(), z.unknown()).default({}),
   /** Defaults to the WORLD_SIZE environment variable, else 1. */
   worldSize: z.number().int().min(1).optional(),
   /** Defaults to the RANK environment variable, else 0. */
@@ -36,6 +38,24 @@ export const RecorderOptionsSchema = z.strictObject({
   seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
   /** Bytes of samples queued for the writer before further `logSamples` calls drop. */
   sampleQueueBytes: z.number().int().min(1024).max(2 ** 31).default(64 * 1024 * 1024),
+  /**
+   * Live diagnosis on the recording rank: the doctor runs off the JS thread as parts are
+   * published; findings become `finding` events and `onFinding` callbacks, and `haltOn`
+   * sets when `haltSignal` aborts (with an `auto_halt` event).
+   */
+  doctor: z
+    .strictObject({
+      live: z.boolean().default(false),
+      /** The least severe finding that halts; 'never' only reports. */
+      haltOn: z.enum(['critical', 'warn', 'never']).default('critical'),
+      /** A finding below this confidence never halts. */
+      minConfidence: z.number().min(0).max(1).default(0.7),
+      /** Evaluate at most every this many new logged steps (more often costs CPU, not latency). */
+      evaluateEvery: z.number().int().min(1).max(1_000_000).default(10),
+      /** How often the JS side collects findings. */
+      pollMs: z.number().int().min(10).max(60_000).default(500),
+    })
+    .default({ live: false, haltOn: 'critical', minConfidence: 0.7, evaluateEvery: 10, pollMs: 500 }),
   /** Flush on exit, record crashes and signals. */
   installHandlers: z.boolean().default(true),
   /** How long `close()` waits for the final flush and compaction. */
@@ -93,6 +113,11 @@ export function resolveRecorderOptions(input: RecorderOptions | undefined): Reso
     JSON.stringify(o.trainerConfig);
   } catch (error) {
     throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid recorder option trainerConfig: not JSON-serialisable (${(error as Error).message})`);
+  }
+  try {
+    JSON.stringify(o.manifestExtra);
+  } catch (error) {
+    throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid recorder option manifestExtra: not JSON-serialisable (${(error as Error).message})`);
   }
   const rank = o.rank ?? envInt('RANK') ?? 0;
   const worldSize = o.worldSize ?? envInt('WORLD_SIZE') ?? 1;

@@ -8,6 +8,7 @@ import type { NativeCloseReport } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { SCHEMA_VERSION } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
+import type { Finding } from '../doctor/finding.js';
 import type { SampleRecord } from '../schema/sample-record.js';
 import type { StepRecord } from '../schema/step-record.js';
 import { registerCrashHooks, unregisterCrashHooks } from './crash-hooks.js';
@@ -16,6 +17,7 @@ import { clip, describeThrown, describeValue } from './describe-value.js';
 import { captureEnvironment } from './environment.js';
 import { resolveRecorderOptions } from './options.js';
 import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
+import { LiveDoctorHooks } from './live-doctor.js';
 import { F64_MAGIC, RingWriter } from './ring-writer.js';
 import { SampleLogger } from './sample-logger.js';
 import type { LogSamplesOptions } from './sampling.js';
@@ -74,6 +76,13 @@ function defaultRunId(): string {
   return `run-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
+/** The printing resolution an importer recorded (manifest `extra.source.resolution`). */
+function importedResolution(extra: Record<string, unknown>): Record<string, number> | undefined {
+  const r = (extra.source as { resolution?: unknown } | undefined)?.resolution;
+  if (!r || typeof r !== 'object') return undefined;
+  return Object.fromEntries(Object.entries(r as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0));
+}
+
 /** Marks the record bad because reading it threw (a getter or proxy trap). */
 function refuseThrown(encoder: StepEncoder, error: unknown): -1 {
   encoder.bad = { field: 'record', reason: `reading the record threw: ${describeThrown(error)}`, value: undefined };
@@ -129,6 +138,10 @@ export class Recorder implements CrashHookTarget {
   private readonly wakeEvery: number;
   private sinceWake = 0;
   private readonly sampleLogger: SampleLogger | null;
+  /** Live diagnosis (rank 0 with `doctor.live`), else null. */
+  private readonly liveDoctor: LiveDoctorHooks | null = null;
+  /** Aborted by nothing: the halt signal of a recorder without live diagnosis. */
+  private readonly idleHalt = new AbortController();
   private closed = false;
   private summary: CloseSummary | null = null;
 
@@ -151,6 +164,8 @@ export class Recorder implements CrashHookTarget {
     }
     mkdirSync(this.runDir, { recursive: true });
     const resumed = this.writeManifest();
+    // one rank, one guardian: live diagnosis runs on rank 0 only
+    const live = this.options.doctor.live && rank === 0;
     const nativeRecorder = native(
       () =>
         new NativeRecorder({
@@ -160,6 +175,7 @@ export class Recorder implements CrashHookTarget {
           flushSteps: this.options.flushSteps,
           queueCapacity: this.options.queueCapacity,
           sampleQueueBytes: this.options.sampleQueueBytes,
+          liveDoctor: live ? { minEvery: this.options.doctor.evaluateEvery, resolution: importedResolution(this.options.manifestExtra) } : undefined,
         }),
     );
     this.native = nativeRecorder;
@@ -173,8 +189,45 @@ export class Recorder implements CrashHookTarget {
     this.sampleLogger = new SampleLogger(nativeRecorder, this.options.sampling, this.options.seed, (kind, step, message, data) =>
       this.eventLine(kind, step, message, data),
     );
+    if (live) {
+      this.liveDoctor = new LiveDoctorHooks(
+        {
+          takeFindings: () => nativeRecorder.takeFindings(),
+          finish: (ms) => {
+            nativeRecorder.flush(ms);
+            return nativeRecorder.finishDoctor(ms);
+          },
+        },
+        this.options.doctor,
+        (kind, o) => this.logEvent(kind, o),
+      );
+    }
     if (resumed) this.logEvent(RECORDER_EVENT_KINDS.resume, { message: 'recording resumed in an existing run directory' });
     if (this.options.installHandlers) registerCrashHooks(this);
+  }
+
+  /**
+   * Calls `callback` with each live finding (with `doctor: { live: true }`); returns a
+   * function that unsubscribes. Findings arrive on the event loop, a poll interval after
+   * the part that shows them is published.
+   */
+  onFinding(callback: (finding: Finding) => void): () => void {
+    return this.liveDoctor ? this.liveDoctor.onFinding(callback) : () => false;
+  }
+
+  /**
+   * Aborts when live diagnosis finds a problem at `doctor.haltOn` severity (reason: an
+   * RlprobeError RLPROBE_AUTO_HALT); an `auto_halt` event records the finding. Check
+   * `haltSignal.aborted` in the training loop or pass the signal on: the recorder never
+   * stops the process itself.
+   */
+  get haltSignal(): AbortSignal {
+    return this.liveDoctor?.signal ?? this.idleHalt.signal;
+  }
+
+  /** The finding that aborted `haltSignal`, if any. */
+  get haltedBy(): Finding | null {
+    return this.liveDoctor?.haltedBy ?? null;
   }
 
   /** Writes manifest.json atomically; keeps an existing one (a resumed run). */
@@ -207,7 +260,7 @@ export class Recorder implements CrashHookTarget {
       trainer_config: o.trainerConfig,
       environment: o.captureEnvironment ? captureEnvironment() : {},
       notes: o.notes,
-      extra: o.rank === 0 ? {} : { rank: o.rank },
+      extra: o.rank === 0 ? { ...o.manifestExtra } : { ...o.manifestExtra, rank: o.rank },
     };
     native(() => writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`));
     return false;
@@ -373,6 +426,8 @@ export class Recorder implements CrashHookTarget {
     if (this.native === null) return { counters: { ...ZERO }, compaction: null, error: null };
     if (this.summary) return this.summary;
     this.sampleLogger?.settle();
+    // the last part is published and diagnosed while events can still be written
+    this.liveDoctor?.finish(Math.min(timeoutMs, 10_000));
     this.closed = true;
     if (this.options.installHandlers) unregisterCrashHooks(this);
     const c = this.native.counters();

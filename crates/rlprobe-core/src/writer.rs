@@ -50,6 +50,20 @@ pub struct RecorderOptions {
     /// A sample part is published early once its buffered rows reach about this size, so
     /// long completions cannot pile up between two flushes.
     pub sample_part_bytes: usize,
+    /// Sees every step part right after it is published, on the writer thread (the live
+    /// doctor's feed). The writer knows nothing of what it does with them.
+    pub step_tap: Option<StepTap>,
+}
+
+/// A callback that sees each published step table. It runs on the writer thread: it must
+/// hand the rows off and return, never do the work there.
+#[derive(Clone)]
+pub struct StepTap(pub Arc<dyn Fn(&crate::table::Table) + Send + Sync>);
+
+impl std::fmt::Debug for StepTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StepTap")
+    }
 }
 
 impl RecorderOptions {
@@ -66,6 +80,7 @@ impl RecorderOptions {
             tick: Duration::from_millis(10),
             sample_queue_bytes: 64 << 20,
             sample_part_bytes: 16 << 20,
+            step_tap: None,
         }
     }
 }
@@ -688,6 +703,9 @@ impl WriterThread {
             Ok(()) => {
                 self.next_part += 1;
                 bump(&self.shared.counters.writer.written, rows);
+                if let Some(tap) = &self.opts.step_tap {
+                    (tap.0)(&table);
+                }
             }
             Err(e) => {
                 bump(&self.shared.counters.writer.lost_in_writer, rows);

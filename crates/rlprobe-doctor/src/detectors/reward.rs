@@ -1,0 +1,178 @@
+//! REWARD_COLLAPSE, REWARD_SATURATION, REWARD_STALL on the mean reward.
+//!
+//! - collapse: the smoothed reward falls far below its own best so far and stays there;
+//! - saturation: every sample already earns the top reward, so groups stop carrying a
+//!   learning signal (the reward spread collapses at the reward's ceiling);
+//! - stall: no significant upward trend over a long trailing window, and a slope that
+//!   moves the reward by less than its own noise.
+
+use super::{need, num, Detector, Outcome, MIN_POINTS};
+use crate::finding::{Finding, Severity};
+use crate::input::RunInput;
+use crate::signal::{agreement, baseline, confidence, flags, last_flag, onset, ols_slope, slope_change, smooth, sustained, Baseline};
+
+pub const DETECTOR: Detector = Detector {
+    name: "reward",
+    codes: &["REWARD_COLLAPSE", "REWARD_SATURATION", "REWARD_STALL"],
+    reads: "reward_mean (reward_std, reward_max, zero_variance_group_frac)",
+    run,
+};
+
+/// Collapse: a fall from the best smoothed level of at least this many point-noise σ
+/// *and* this share of the gain made since the start.
+const COLLAPSE_SIGMA: f64 = 8.0;
+const COLLAPSE_SHARE: f64 = 0.4;
+/// Saturation: the reward spread below this share of its early level while the mean sits
+/// at the top of everything the run has seen.
+const SAT_STD: f64 = 0.15;
+/// Stall: over the trailing window (evaluated every `STALL_EVERY` points) the least-squares
+/// slope is not significantly positive (t < 2, about the one-sided 2.5 % level) and moves
+/// the reward by less than half its point noise. The window is long because a slow but
+/// real improvement (a third of the noise per hundred points, typical late in a run) is
+/// only told apart from none over a few hundred points.
+const STALL_WINDOW: usize = 300;
+const STALL_EVERY: usize = 25;
+const STALL_T: f64 = 2.0;
+const STALL_MOVE: f64 = 0.5;
+
+fn run(run: &RunInput) -> Outcome {
+    let (_, r) = match need(run, &["reward_mean"], MIN_POINTS) {
+        Ok(x) => x,
+        Err(why) => return Outcome::Silent(why),
+    };
+    let Some(base) = baseline(r) else { return Outcome::Silent("reward_mean: no baseline".into()) };
+    let res = run.resolution("reward_mean");
+    let noise = base.sigma.max(res).max(1e-9);
+    let s = smooth(r, 9);
+    let mut out = Vec::new();
+    let collapse = collapse(run, r, &s, &base, noise);
+    let collapse_from = collapse.as_ref().map(|f| f.onset_index).unwrap_or(usize::MAX);
+    out.extend(collapse);
+    out.extend(saturation(run, r, &s, &base));
+    if collapse_from == usize::MAX {
+        out.extend(stall(run, r, noise));
+    }
+    Outcome::Ran(out)
+}
+
+fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -> Option<Finding> {
+    let mut peak = f64::NEG_INFINITY;
+    let mut peaks = vec![f64::NAN; s.len()];
+    for i in base.end.saturating_sub(10)..s.len() {
+        if !s[i].is_nan() {
+            peak = peak.max(s[i]);
+        }
+        peaks[i] = peak;
+    }
+    let start = base.median;
+    let fl = flags(s, base.end, |i, x| {
+        let drop = peaks[i] - x;
+        drop > COLLAPSE_SIGMA * noise / 3.0_f64.sqrt() && drop > COLLAPSE_SHARE * (peaks[i] - start).max(0.0) && drop > 0.05 * peaks[i].abs().max(noise)
+    });
+    let (_, t) = sustained(&fl, 5, 5)?;
+    let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
+    let last = last_flag(&fl).unwrap_or(t);
+    let now = crate::signal::last_value(s, last);
+    let best = peaks[t];
+    Some(
+        Finding::new(
+            "REWARD_COLLAPSE",
+            Severity::Critical,
+            format!("reward {} → {} (best {})", num(crate::signal::last_value(s, at.saturating_sub(1))), num(now), num(best)),
+            "The policy has lost what it learned: resume from the checkpoint before the onset with a lower learning rate, and look at the samples around it for a reward-function or data change.",
+        )
+        .at(&run.steps, at, last)
+        .confidence(confidence((best - now) / (COLLAPSE_SIGMA * noise / 3.0_f64.sqrt()), agreement(&fl, t, last)))
+        .column("reward_mean")
+        .evidence("best (smoothed)", best)
+        .evidence("latest (smoothed)", now),
+    )
+}
+
+fn saturation(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline) -> Option<Finding> {
+    let spread = run.series("reward_std").and_then(|sd| baseline(sd).filter(|b| b.median > 0.0).map(|b| (sd, b)));
+    let zv = run.series("zero_variance_group_frac");
+    if spread.is_none() && zv.is_none() {
+        return None;
+    }
+    let ceiling = run.series("reward_max");
+    let sd_s = spread.map(|(sd, _)| smooth(sd, 9));
+    let zv_s = zv.map(|z| smooth(z, 9));
+    let mut top = f64::NEG_INFINITY;
+    let mut tops = vec![f64::NAN; r.len()];
+    for i in 0..r.len() {
+        let c = ceiling.map(|m| m[i]).filter(|v| !v.is_nan()).unwrap_or(r[i]);
+        if !c.is_nan() {
+            top = top.max(c);
+        }
+        tops[i] = top;
+    }
+    let fl = flags(s, base.end, |i, x| {
+        let at_top = x >= tops[i] - 0.02 * tops[i].abs().max(1e-9) - 2.0 * base.sigma;
+        let flat = match (&sd_s, spread) {
+            (Some(sd), Some((_, b))) => sd[i] < SAT_STD * b.median,
+            _ => zv_s.as_ref().is_some_and(|z| z[i] > 0.9),
+        };
+        at_top && flat && x > base.median + 3.0 * base.sigma
+    });
+    let (_, t) = sustained(&fl, 10, 10)?;
+    let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
+    let last = last_flag(&fl).unwrap_or(t);
+    let now = crate::signal::last_value(s, last);
+    let mut f = Finding::new(
+        "REWARD_SATURATION",
+        Severity::Warn,
+        format!("reward saturated at {} with no spread left", num(now)),
+        "Every sample already earns the top reward: the task is solved for this policy. Move to harder prompts (curriculum), or stop and evaluate.",
+    )
+    .at(&run.steps, at, last)
+    .confidence(confidence(2.0, agreement(&fl, t, last)))
+    .column("reward_mean")
+    .evidence("reward (smoothed)", now);
+    if let Some(sd) = &sd_s {
+        f = f.column("reward_std").evidence("reward_std (smoothed)", crate::signal::last_value(sd, last));
+    }
+    Some(f)
+}
+
+fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
+    let pts: Vec<usize> = (0..r.len()).filter(|&i| !r[i].is_nan()).collect();
+    if pts.len() < STALL_WINDOW + crate::signal::BASELINE_SKIP {
+        return None;
+    }
+    // evaluated every STALL_EVERY points on the trailing window, O(W) each
+    let mut hits: Vec<usize> = Vec::new();
+    let mut end = STALL_WINDOW + crate::signal::BASELINE_SKIP;
+    while end <= pts.len() {
+        let w: Vec<f64> = pts[end - STALL_WINDOW..end].iter().map(|&i| r[i]).collect();
+        let Some((slope, se)) = ols_slope(&w) else { break };
+        let flat = slope / se < STALL_T && slope * (STALL_WINDOW as f64) < STALL_MOVE * noise;
+        if flat {
+            hits.push(end - 1);
+        } else if !hits.is_empty() {
+            break;
+        }
+        end += STALL_EVERY;
+    }
+    if hits.len() < 2 {
+        return None;
+    }
+    let from = pts[(hits[0] + 1).saturating_sub(STALL_WINDOW + STALL_WINDOW / 3)];
+    let at = slope_change(r, from, pts[hits[0]]);
+    let last = pts[*hits.last().unwrap()];
+    let level = crate::signal::last_value(&smooth(r, 15), last);
+    let span = pts.iter().filter(|&&i| i >= at && i <= last).count();
+    Some(
+        Finding::new(
+            "REWARD_STALL",
+            Severity::Warn,
+            format!("no reward improvement over the last {span} logged points (level {})", num(level)),
+            "The run is not learning: check that rewards vary within groups, the learning rate is not tiny, and the reward function can be satisfied; consider stopping to save compute.",
+        )
+        .at(&run.steps, at, last)
+        .confidence(confidence(1.0 + (hits.len() as f64 - 2.0) / 4.0, 1.0))
+        .column("reward_mean")
+        .evidence("points without improvement", span as f64)
+        .evidence("level (smoothed)", level),
+    )
+}

@@ -1,0 +1,108 @@
+//! A finding: what a detector reports.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Info,
+    Warn,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A per-sample record that shows the problem (e.g. the longest truncated completion).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceSample {
+    pub step: i64,
+    pub sample_id: String,
+    /// Why this sample was picked, e.g. "longest truncated completion".
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Stable signature code, e.g. ENTROPY_COLLAPSE.
+    pub code: &'static str,
+    pub severity: Severity,
+    /// Estimated start of the problem (a step number, not a point index).
+    pub onset_step: i64,
+    /// The last step that still shows it.
+    pub last_step: i64,
+    /// The logged point of the onset (detectors index by point).
+    pub onset_index: usize,
+    /// 0..1
+    pub confidence: f64,
+    /// Evidence numbers, in the order they are worth reading.
+    pub evidence: Vec<(String, f64)>,
+    /// The columns the finding is about.
+    pub columns: Vec<String>,
+    pub message: String,
+    pub remedy: String,
+    /// The finding this one is a consequence of (same physics, named once).
+    pub root_cause: Option<&'static str>,
+    pub samples: Vec<EvidenceSample>,
+}
+
+impl Finding {
+    pub fn new(code: &'static str, severity: Severity, message: String, remedy: &str) -> Finding {
+        Finding {
+            code,
+            severity,
+            onset_step: 0,
+            last_step: 0,
+            onset_index: 0,
+            confidence: 0.5,
+            evidence: Vec::new(),
+            columns: Vec::new(),
+            message,
+            remedy: remedy.to_string(),
+            root_cause: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Dates the finding by point indices.
+    pub fn at(mut self, steps: &[i64], onset: usize, last: usize) -> Finding {
+        self.onset_index = onset;
+        self.onset_step = steps.get(onset).copied().unwrap_or(0);
+        self.last_step = steps.get(last.max(onset)).copied().unwrap_or(self.onset_step);
+        self
+    }
+
+    pub fn confidence(mut self, c: f64) -> Finding {
+        self.confidence = if c.is_nan() { 0.5 } else { c.clamp(0.05, 0.99) };
+        self
+    }
+
+    pub fn evidence(mut self, name: &str, value: f64) -> Finding {
+        self.evidence.push((name.to_string(), value));
+        self
+    }
+
+    pub fn column(mut self, name: &str) -> Finding {
+        self.columns.push(name.to_string());
+        self
+    }
+}
+
+/// Most severe first, then most confident, then earliest.
+pub fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity.cmp(&a.severity).then(b.confidence.total_cmp(&a.confidence)).then(a.onset_step.cmp(&b.onset_step))
+    });
+}

@@ -1,0 +1,127 @@
+//! The live doctor: rows arrive one at a time (from the recorder's writer thread or from
+//! `probe watch` reading new parts); every so often the same detectors run over
+//! everything seen so far and only findings not reported before come out.
+//!
+//! Re-running over the whole prefix keeps one code path for offline and live diagnosis.
+//! Its cost stays bounded by spacing evaluations in proportion to the run's length
+//! (every `max(min_every, points / 50)` points), so a 100,000-point run costs about 50
+//! full diagnoses in total, off the training thread.
+
+use std::collections::HashMap;
+
+use crate::engine::diagnose;
+use crate::finding::{Finding, Severity};
+use crate::input::{Column, RunInput, Samples};
+
+pub struct LiveDoctor {
+    run: RunInput,
+    /// code → (worst severity reported, last step of that report)
+    reported: HashMap<&'static str, (Severity, i64)>,
+    evaluated_at: usize,
+    min_every: usize,
+}
+
+impl Default for LiveDoctor {
+    fn default() -> Self {
+        LiveDoctor::new(10)
+    }
+}
+
+impl LiveDoctor {
+    /// Evaluates at most every `min_every` new points.
+    pub fn new(min_every: usize) -> LiveDoctor {
+        LiveDoctor { run: RunInput::new(Vec::new()), reported: HashMap::new(), evaluated_at: 0, min_every: min_every.max(1) }
+    }
+
+    pub fn set_resolution(&mut self, column: &str, resolution: f64) {
+        self.run.resolution.insert(column.to_string(), resolution);
+    }
+
+    pub fn points(&self) -> usize {
+        self.run.len()
+    }
+
+    /// Appends one logged point. A step at or before the last one is ignored (a resumed
+    /// run re-logging steps must not make a detector see a step twice).
+    pub fn push(&mut self, step: i64, values: &[(&str, f64)]) {
+        if self.run.steps.last().is_some_and(|&last| step <= last) {
+            return;
+        }
+        let i = self.run.steps.len();
+        self.run.steps.push(step);
+        for (name, v) in values {
+            let col = self.run.columns.entry((*name).to_string()).or_insert_with(|| Column { values: vec![f64::NAN; i], nonfinite: Vec::new() });
+            col.values.resize(i, f64::NAN);
+            if v.is_finite() {
+                col.values.push(*v);
+            } else {
+                col.values.push(f64::NAN);
+                col.nonfinite.push(i);
+            }
+        }
+    }
+
+    /// Appends per-sample records (reward, length, truncated) for evidence and statistics.
+    pub fn push_sample(&mut self, step: i64, sample_id: String, reward: f64, len: f64, truncated: Option<bool>) {
+        self.run.samples.get_or_insert_with(Samples::default).push(step, sample_id, reward, len, truncated);
+    }
+
+    /// Whether enough new points arrived for `poll` to evaluate.
+    pub fn due(&self) -> bool {
+        let n = self.run.len();
+        n >= self.evaluated_at + self.min_every.max(n / 50)
+    }
+
+    /// Evaluates if due; returns the findings not reported before (a code is reported
+    /// again when its severity rises or when a new episode starts after the last one).
+    pub fn poll(&mut self) -> Vec<Finding> {
+        if !self.due() {
+            return Vec::new();
+        }
+        self.evaluate()
+    }
+
+    /// Evaluates now (e.g. at the end of a run).
+    pub fn evaluate(&mut self) -> Vec<Finding> {
+        let n = self.run.len();
+        self.evaluated_at = n;
+        for c in self.run.columns.values_mut() {
+            c.values.resize(n, f64::NAN);
+        }
+        if let Some(s) = self.run.samples.as_mut() {
+            sort_samples(s);
+        }
+        let mut fresh = Vec::new();
+        for f in diagnose(&self.run, None).findings {
+            let new = match self.reported.get(f.code) {
+                None => true,
+                Some(&(sev, last)) => f.severity > sev || f.onset_step > last,
+            };
+            let entry = self.reported.entry(f.code).or_insert((f.severity, f.last_step));
+            if new {
+                *entry = (entry.0.max(f.severity), f.last_step);
+                fresh.push(f);
+            } else {
+                entry.1 = entry.1.max(f.last_step);
+            }
+        }
+        fresh
+    }
+}
+
+/// Orders samples by step (stable), as the per-step statistics expect.
+pub fn sort_samples(s: &mut Samples) {
+    if s.step.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
+    let mut idx: Vec<usize> = (0..s.len()).collect();
+    idx.sort_by_key(|&i| s.step[i]);
+    let take = |v: &Vec<f64>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
+    *s = Samples {
+        step: idx.iter().map(|&i| s.step[i]).collect(),
+        sample_id: idx.iter().map(|&i| s.sample_id[i].clone()).collect(),
+        reward: take(&s.reward),
+        completion_len: take(&s.completion_len),
+        truncated: idx.iter().map(|&i| s.truncated[i]).collect(),
+    };
+}

@@ -1,0 +1,308 @@
+//! Shared building blocks of the detectors: the run's own early baseline, smoothing,
+//! persistence (k of the last n points) and onset estimation. All index by logged point.
+
+use rlprobe_series::persist::persistent;
+use rlprobe_series::robust::{median_in_place, MAD_TO_SIGMA};
+use rlprobe_series::rolling::rolling_median;
+
+/// Present points skipped before the baseline: the first logged points of a run are often
+/// warm-up (learning-rate warm-up, empty caches) and not the run's normal level.
+pub const BASELINE_SKIP: usize = 5;
+/// Present points the baseline is taken over.
+pub const BASELINE_POINTS: usize = 30;
+
+/// The run's own early level of a series: relative detectors compare against it, because
+/// absolute floors do not transfer across tasks and models.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Baseline {
+    pub median: f64,
+    /// Point-to-point noise σ, from first differences (so a trend inside the baseline
+    /// window does not inflate it).
+    pub sigma: f64,
+    /// First point after the baseline window.
+    pub end: usize,
+}
+
+/// The early baseline of `xs`, or None while fewer than `BASELINE_SKIP + BASELINE_POINTS`
+/// points are present.
+pub fn baseline(xs: &[f64]) -> Option<Baseline> {
+    baseline_from(xs, BASELINE_SKIP, BASELINE_POINTS)
+}
+
+pub fn baseline_from(xs: &[f64], skip: usize, points: usize) -> Option<Baseline> {
+    let idx: Vec<usize> = (0..xs.len()).filter(|&i| !xs[i].is_nan()).skip(skip).take(points).collect();
+    if idx.len() < points {
+        return None;
+    }
+    let mut v: Vec<f64> = idx.iter().map(|&i| xs[i]).collect();
+    let mut d: Vec<f64> = v.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let median = median_in_place(&mut v)?;
+    let sigma = median_in_place(&mut d).unwrap_or(0.0) * MAD_TO_SIGMA / std::f64::consts::SQRT_2;
+    Some(Baseline { median, sigma, end: idx[idx.len() - 1] + 1 })
+}
+
+/// Trailing rolling median over `w` points (NaN until half the window is present).
+pub fn smooth(xs: &[f64], w: usize) -> Vec<f64> {
+    rolling_median(xs, w, w / 2 + 1)
+}
+
+/// Flags from a predicate on the present values (None where missing).
+pub fn flags(xs: &[f64], from: usize, pred: impl Fn(usize, f64) -> bool) -> Vec<Option<bool>> {
+    xs.iter().enumerate().map(|(i, &x)| if i < from || x.is_nan() { None } else { Some(pred(i, x)) }).collect()
+}
+
+/// The first episode where `k` of the last `n` points are flagged: (first flagged point
+/// of that window, the point it triggered at).
+pub fn sustained(flags: &[Option<bool>], k: usize, n: usize) -> Option<(usize, usize)> {
+    persistent(flags, k, n, usize::MAX / 2).first().map(|e| (e.onset, e.trigger))
+}
+
+/// A two-level episode: the warn condition held for `k` of `n` points (or the critical one
+/// did), dated by the warn flags.
+#[derive(Debug, Clone)]
+pub struct Graded {
+    pub severity: crate::finding::Severity,
+    /// Where persistence was reached.
+    pub trigger: usize,
+    /// The last point still flagged.
+    pub last: usize,
+    /// The warn-or-worse flags (for agreement).
+    pub flags: Vec<Option<bool>>,
+}
+
+/// Grades `xs` from point `from` on: critical when `crit` holds `k` of `n` points, else
+/// warn when `warn` does. `crit` should imply `warn`.
+pub fn graded(xs: &[f64], from: usize, k: usize, n: usize, warn: impl Fn(usize, f64) -> bool, crit: impl Fn(usize, f64) -> bool) -> Option<Graded> {
+    use crate::finding::Severity;
+    let mut w = flags(xs, from, &warn);
+    let c = flags(xs, from, crit);
+    merge_flags(&mut w, &c);
+    let (severity, trigger) = match sustained(&c, k, n) {
+        Some((_, t)) => (Severity::Critical, t),
+        None => (Severity::Warn, sustained(&w, k, n)?.1),
+    };
+    let last = last_flag(&w).unwrap_or(trigger);
+    Some(Graded { severity, trigger, last, flags: w })
+}
+
+/// Sets `into` wherever `from` is set (an either-of flag series).
+pub fn merge_flags(into: &mut [Option<bool>], from: &[Option<bool>]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        if *b == Some(true) {
+            *a = Some(true);
+        } else if a.is_none() {
+            *a = *b;
+        }
+    }
+}
+
+/// The last flagged point.
+pub fn last_flag(flags: &[Option<bool>]) -> Option<usize> {
+    flags.iter().rposition(|f| *f == Some(true))
+}
+
+/// Where a change that is flagged at `trigger` most likely began, searched in
+/// `[lo, trigger]`: the breakpoint of the better of two least-squares fits, a mean shift
+/// (abrupt changes) and a continuous "level, then a new slope" hinge (drifts, which a mean
+/// shift would date half-way down the slope).
+pub fn onset(xs: &[f64], lo: usize, trigger: usize) -> usize {
+    let hi = (trigger + 1).min(xs.len());
+    let lo = lo.min(hi);
+    let pts: Vec<(f64, f64)> = (lo..hi).filter(|&i| !xs[i].is_nan()).map(|i| (i as f64, xs[i])).collect();
+    if pts.len() < 8 {
+        return lo.max(trigger.saturating_sub(pts.len()));
+    }
+    let (step_at, step_sse) = best_shift(&pts);
+    let (hinge_at, hinge_sse) = best_hinge(&pts);
+    // the hinge has one more parameter: prefer it only when it fits clearly better
+    let at = if hinge_sse < step_sse * 0.9 { hinge_at } else { step_at };
+    at.min(trigger)
+}
+
+/// Where the slope of `xs` changes in `[lo, trigger]` (a continuous two-segment fit), for
+/// changes of rate such as a rise that stops.
+pub fn slope_change(xs: &[f64], lo: usize, trigger: usize) -> usize {
+    let hi = (trigger + 1).min(xs.len());
+    let pts: Vec<(f64, f64)> = (lo.min(hi)..hi).filter(|&i| !xs[i].is_nan()).map(|i| (i as f64, xs[i])).collect();
+    if pts.len() < 8 {
+        return onset(xs, lo, trigger);
+    }
+    best_hinge(&pts).0.min(trigger)
+}
+
+/// `onset` on a log scale: for multiplicative changes (decays toward zero, geometric
+/// growth), which look flat on a linear scale until late. Points ≤ 0 are missing.
+pub fn onset_log(xs: &[f64], lo: usize, trigger: usize) -> usize {
+    let logs: Vec<f64> = xs.iter().map(|&x| if x > 0.0 { x.ln() } else { f64::NAN }).collect();
+    onset(&logs, lo, trigger)
+}
+
+fn best_shift(pts: &[(f64, f64)]) -> (usize, f64) {
+    let n = pts.len();
+    let total: f64 = pts.iter().map(|p| p.1).sum();
+    let total_sq: f64 = pts.iter().map(|p| p.1 * p.1).sum();
+    let (mut left, mut left_sq) = (0.0, 0.0);
+    let mut best = (pts[0].0 as usize, f64::INFINITY);
+    for c in 0..n - 1 {
+        left += pts[c].1;
+        left_sq += pts[c].1 * pts[c].1;
+        let (nl, nr) = ((c + 1) as f64, (n - c - 1) as f64);
+        if c < 2 || n - c - 1 < 2 {
+            continue;
+        }
+        let (right, right_sq) = (total - left, total_sq - left_sq);
+        let sse = (left_sq - left * left / nl) + (right_sq - right * right / nr);
+        if sse < best.1 {
+            best = (pts[c + 1].0 as usize, sse);
+        }
+    }
+    best
+}
+
+/// Least squares of y = a + b·x + c·max(0, x − τ) for every τ at a point; returns the τ
+/// (as an index) where the slope changes, and its SSE.
+fn best_hinge(pts: &[(f64, f64)]) -> (usize, f64) {
+    let n = pts.len();
+    let mut best = (pts[0].0 as usize, f64::INFINITY);
+    for t in 3..n.saturating_sub(3) {
+        let tau = pts[t].0;
+        // normal equations of the 3-column design [1, x, h], h = max(0, x - tau)
+        let (mut s1, mut sx, mut sh, mut sxx, mut sxh, mut shh) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let (mut sy, mut sxy, mut shy, mut syy) = (0.0, 0.0, 0.0, 0.0);
+        for &(x, y) in pts {
+            let x = x - pts[0].0;
+            let h = (x + pts[0].0 - tau).max(0.0);
+            s1 += 1.0;
+            sx += x;
+            sh += h;
+            sxx += x * x;
+            sxh += x * h;
+            shh += h * h;
+            sy += y;
+            sxy += x * y;
+            shy += h * y;
+            syy += y * y;
+        }
+        let m = [[s1, sx, sh], [sx, sxx, sxh], [sh, sxh, shh]];
+        let r = [sy, sxy, shy];
+        let Some(beta) = solve3(m, r) else { continue };
+        // SSE = y'y − β'X'y for the least-squares β
+        let sse = syy - (beta[0] * r[0] + beta[1] * r[1] + beta[2] * r[2]);
+        if sse < best.1 {
+            best = (tau as usize, sse.max(0.0));
+        }
+    }
+    best
+}
+
+fn solve3(m: [[f64; 3]; 3], r: [f64; 3]) -> Option<[f64; 3]> {
+    let det = |a: [[f64; 3]; 3]| {
+        a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+            + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
+    };
+    let d = det(m);
+    if d.abs() < 1e-12 {
+        return None;
+    }
+    let mut out = [0.0; 3];
+    for (c, o) in out.iter_mut().enumerate() {
+        let mut a = m;
+        for row in 0..3 {
+            a[row][c] = r[row];
+        }
+        *o = det(a) / d;
+    }
+    Some(out)
+}
+
+/// Least-squares slope per point over the present points of `w`, and its standard error.
+pub fn ols_slope(w: &[f64]) -> Option<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = w.iter().enumerate().filter(|(_, y)| !y.is_nan()).map(|(i, &y)| (i as f64, y)).collect();
+    let n = pts.len() as f64;
+    if pts.len() < 10 {
+        return None;
+    }
+    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+    let sse: f64 = pts.iter().map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2)).sum();
+    Some((slope, (sse / (n - 2.0) / sxx).sqrt().max(1e-12)))
+}
+
+/// Confidence from how far a statistic went past its threshold (`ratio` ≥ 1 at the
+/// threshold) and what share of the recent points agree (`agreement` in 0..1).
+pub fn confidence(ratio: f64, agreement: f64) -> f64 {
+    let margin = if ratio.is_finite() { (ratio.max(1.0)).ln() } else { 3.0 };
+    let c = 0.55 + 0.3 * (1.0 - (-2.0 * margin).exp()) + 0.14 * agreement.clamp(0.0, 1.0);
+    c.clamp(0.05, 0.99)
+}
+
+/// Share of the flags in `from..=to` that are set.
+pub fn agreement(flags: &[Option<bool>], from: usize, to: usize) -> f64 {
+    let to = to.min(flags.len().saturating_sub(1));
+    if from > to {
+        return 0.0;
+    }
+    let known = flags[from..=to].iter().filter(|f| f.is_some()).count();
+    let set = flags[from..=to].iter().filter(|f| **f == Some(true)).count();
+    if known == 0 {
+        0.0
+    } else {
+        set as f64 / known as f64
+    }
+}
+
+/// The last present value of `xs` at or before `i`.
+pub fn last_value(xs: &[f64], i: usize) -> f64 {
+    (0..=i.min(xs.len().saturating_sub(1))).rev().map(|j| xs[j]).find(|v| !v.is_nan()).unwrap_or(f64::NAN)
+}
+
+/// Whether every present value sits within `res` of the first (a constant series, e.g.
+/// clip fraction ≡ 0 with one update per batch).
+pub fn is_constant(xs: &[f64], res: f64) -> bool {
+    let mut it = xs.iter().filter(|v| !v.is_nan());
+    let Some(&first) = it.next() else { return true };
+    it.all(|&v| (v - first).abs() <= res.max(1e-12))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baseline_skips_warm_up_and_measures_point_noise() {
+        let mut xs = vec![10.0; 5];
+        xs.extend((0..40).map(|i| 1.0 + if i % 2 == 0 { 0.1 } else { -0.1 }));
+        let b = baseline(&xs).unwrap();
+        assert!((b.median - 1.0).abs() < 0.11);
+        assert!(b.sigma > 0.1 && b.sigma < 0.3, "{}", b.sigma);
+        assert_eq!(b.end, 35);
+        assert!(baseline(&xs[..30]).is_none());
+    }
+
+    #[test]
+    fn onset_dates_drifts_and_jumps() {
+        // flat, then a linear decline from point 60
+        let xs: Vec<f64> = (0..120).map(|i| if i < 60 { 1.0 } else { 1.0 - 0.02 * (i - 60) as f64 } + 0.01 * ((i * 7 % 5) as f64 - 2.0)).collect();
+        let at = onset(&xs, 0, 110);
+        assert!((58..=63).contains(&at), "drift onset {at}");
+        // a jump at 40
+        let ys: Vec<f64> = (0..80).map(|i| if i < 40 { 0.0 } else { 5.0 } + 0.1 * ((i * 3 % 7) as f64 - 3.0)).collect();
+        assert_eq!(onset(&ys, 0, 70), 40);
+    }
+
+    #[test]
+    fn sustained_needs_k_of_n() {
+        let f: Vec<Option<bool>> = [0, 1, 0, 0, 1, 1, 1, 0].iter().map(|&v| Some(v == 1)).collect();
+        assert_eq!(sustained(&f, 3, 3), Some((4, 6)));
+        assert_eq!(last_flag(&f), Some(6));
+        assert!(sustained(&f, 4, 4).is_none());
+    }
+
+    #[test]
+    fn confidence_grows_with_margin_and_agreement() {
+        assert!(confidence(1.0, 0.5) < confidence(3.0, 0.5));
+        assert!(confidence(3.0, 0.2) < confidence(3.0, 1.0));
+        assert!(confidence(f64::INFINITY, 1.0) <= 0.99);
+    }
+}

@@ -1,0 +1,60 @@
+import { Command, Option } from 'clipanion';
+
+import { diagnose } from '../../doctor/diagnose.js';
+import { atLeast } from '../../doctor/finding.js';
+import { formatDiagnosis } from '../../doctor/format.js';
+import { RlprobeError, native } from '../../errors.js';
+import { doctorDetectors } from '../../native.js';
+import { RunReader } from '../../reader/run-reader.js';
+import { ProbeCommand } from '../base-command.js';
+
+/** Exit code when `--fail-on` matches: distinct from 1, which means probe itself failed. */
+export const FINDINGS_EXIT_CODE = 2;
+
+export class DoctorCommand extends ProbeCommand {
+  static paths = [['doctor']];
+  static usage = Command.Usage({
+    description: 'Diagnose a run: what is going wrong, from which step, with evidence and a remedy',
+    details: `
+      Runs every detector over the run's steps (and its samples, for evidence), most severe
+      finding first. Lists the detectors that could not run for lack of input: missing is not
+      healthy. With \`--fail-on\`, exits with code ${FINDINGS_EXIT_CODE} when a finding reaches that severity,
+      so CI jobs and schedulers can gate on it.
+    `,
+    examples: [
+      ['Diagnose a run', '$0 doctor runs/exp1'],
+      ['Fail a CI job on any critical finding', '$0 doctor runs/exp1 --fail-on critical'],
+      ['Only problems that began at step 5000 or later, as JSON', '$0 doctor runs/exp1 --since 5000 --json'],
+    ],
+  });
+
+  run = Option.String({ name: 'run', required: false });
+  json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
+  failOn = Option.String('--fail-on', { description: `Exit ${FINDINGS_EXIT_CODE} if a finding is at least this severe (warn|critical)` });
+  since = Option.String('--since', { description: 'Only findings whose onset is at or after this step' });
+  samples = Option.Boolean('--samples', true, { description: 'Read per-sample records for evidence (--no-samples skips them)' });
+  detectors = Option.Boolean('--detectors', false, { description: 'List the detectors, their codes and the columns they read, and exit' });
+
+  async exec(): Promise<number> {
+    if (this.detectors) {
+      const list = native(() => doctorDetectors());
+      this.context.stdout.write(this.json ? `${JSON.stringify(list, null, 2)}\n` : `${list.map((d) => `${d.name.padEnd(22)} ${d.codes.join(', ')}\n${' '.repeat(23)}reads ${d.reads}`).join('\n')}\n`);
+      return 0;
+    }
+    if (this.failOn !== undefined && this.failOn !== 'warn' && this.failOn !== 'critical') {
+      throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --fail-on ${JSON.stringify(this.failOn)}: expected warn or critical`);
+    }
+    let since: number | undefined;
+    if (this.since !== undefined) {
+      since = Number(this.since);
+      if (!Number.isSafeInteger(since)) {
+        throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --since ${JSON.stringify(this.since)}: expected a step number`);
+      }
+    }
+    if (this.run === undefined) throw new RlprobeError('RLPROBE_INVALID_QUERY', 'probe doctor needs a run directory (or --detectors)');
+    const d = diagnose(RunReader.open(this.run), { since, samples: this.samples });
+    this.context.stdout.write(this.json ? `${JSON.stringify(d, null, 2)}\n` : `${formatDiagnosis(d)}\n`);
+    const level = this.failOn as 'warn' | 'critical' | undefined;
+    return level && d.findings.some((f) => atLeast(f, level)) ? FINDINGS_EXIT_CODE : 0;
+  }
+}

@@ -1,0 +1,70 @@
+import { native } from '../errors.js';
+import { diagnoseRun } from '../native.js';
+import type { RunReader } from '../reader/run-reader.js';
+import { findingOf } from './finding.js';
+import type { Finding } from './finding.js';
+
+export interface DiagnoseOptions {
+  /** Keep findings whose onset is at or after this step. */
+  since?: number;
+  /** Read per-sample records for evidence (default true). */
+  samples?: boolean;
+}
+
+/** A detector that had no usable input: missing is not healthy. */
+export interface SkippedDetector {
+  detector: string;
+  codes: string[];
+  reason: string;
+}
+
+export interface Diagnosis {
+  run_dir: string;
+  /** Logged points (step rows) diagnosed. */
+  points: number;
+  samples: number;
+  /** Most severe first. */
+  findings: Finding[];
+  skipped: SkippedDetector[];
+  ran: string[];
+}
+
+/** What an imported run's manifest tells the doctor about its source (see ts/import/). */
+function sourceHints(reader: RunReader): { resolution?: Record<string, number>; klPerToken?: boolean } {
+  const source = reader.manifest.extra.source as { resolution?: unknown; kl_per_token?: unknown } | undefined;
+  if (!source || typeof source !== 'object') return {};
+  const resolution: Record<string, number> = {};
+  if (source.resolution && typeof source.resolution === 'object') {
+    for (const [k, v] of Object.entries(source.resolution as Record<string, unknown>)) {
+      if (typeof v === 'number' && Number.isFinite(v) && v > 0) resolution[reader.adapter.currentStepColumn(k)] = v;
+    }
+  }
+  return { resolution, klPerToken: source.kl_per_token === false ? false : undefined };
+}
+
+/** Runs every detector over the run (rank 0's steps and samples). */
+export function diagnose(reader: RunReader, options: DiagnoseOptions = {}): Diagnosis {
+  const renames: Record<string, string> = {};
+  if (reader.adapter.migrated) {
+    for (const c of reader.stepColumns()) {
+      const physical = reader.adapter.physicalStepColumn(c.name);
+      if (physical !== c.name) renames[physical] = c.name;
+    }
+  }
+  const d = native(() =>
+    diagnoseRun(reader.runDir, {
+      since: options.since,
+      samples: options.samples ?? true,
+      renames,
+      ...sourceHints(reader),
+    }),
+  );
+  return {
+    run_dir: reader.runDir,
+    points: d.points,
+    samples: d.samples,
+    findings: d.findings.map(findingOf),
+    skipped: d.skipped,
+    ran: d.ran,
+  };
+}

@@ -1,0 +1,136 @@
+import { spawnSync } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { RlprobeError } from '../errors.js';
+import { RunReader } from '../reader/run-reader.js';
+import { runStatus } from '../cli/run-status.js';
+import { diagnose } from './diagnose.js';
+import { atLeast, SEVERITY_RANK } from './finding.js';
+import type { Finding, Severity } from './finding.js';
+
+export interface WatchOptions {
+  /** The least severe finding that halts ('never': only report). */
+  haltOn: Severity | 'never';
+  /** A finding below this confidence never halts. */
+  minConfidence: number;
+  /** Send SIGTERM to this process on a halt. */
+  haltPid?: number;
+  /** Run this shell command on a halt (RLPROBE_FINDING holds the finding as JSON). */
+  haltCommand?: string;
+}
+
+export interface HaltAction {
+  finding: Finding;
+  /** What was done, one line each (signal sent, command exit code, failures). */
+  actions: string[];
+}
+
+export interface TickResult {
+  /** Findings not reported by an earlier tick. */
+  findings: Finding[];
+  halt: HaltAction | null;
+  /** The run has ended (closed, exited, crashed or signalled) and was diagnosed after. */
+  ended: boolean;
+  points: number;
+}
+
+/**
+ * Follows a run as its parts appear: each tick re-diagnoses when the step files changed
+ * (new parts, a compaction, the end) and reports only findings not reported before — a
+ * code again only when its severity rises or a new episode starts after the last one.
+ */
+export class RunWatcher {
+  private fingerprint = '';
+  private readonly reported = new Map<string, { severity: Severity; last: number }>();
+  private halted: Finding | null = null;
+  points = 0;
+
+  constructor(
+    readonly runDir: string,
+    private readonly options: WatchOptions,
+  ) {}
+
+  /** One look at the run. Throws RLPROBE_NOT_A_RUN until the run has a manifest. */
+  tick(): TickResult {
+    const reader = RunReader.open(this.runDir);
+    const status = runStatus(reader.events());
+    const ended = status.state !== 'open';
+    const files = reader.storage().files;
+    const fingerprint = files.map((f) => `${path.basename(f.path)}:${f.rows}:${f.bytes}`).join('|');
+    if (fingerprint === this.fingerprint && !ended) return { findings: [], halt: null, ended: false, points: this.points };
+    this.fingerprint = fingerprint;
+    const d = diagnose(reader);
+    this.points = d.points;
+    const fresh = d.findings.filter((f) => this.isNew(f));
+    let halt: HaltAction | null = null;
+    for (const f of fresh) {
+      const { haltOn, minConfidence } = this.options;
+      if (!this.halted && haltOn !== 'never' && atLeast(f, haltOn) && f.confidence >= minConfidence) {
+        this.halted = f;
+        halt = { finding: f, actions: this.halt(reader.runDir, f) };
+      }
+    }
+    return { findings: fresh, halt, ended, points: d.points };
+  }
+
+  /** Ticks every `intervalMs` until the run ends or `signal` aborts; `onTick` sees each result. */
+  async follow(intervalMs: number, onTick: (r: TickResult) => void, signal?: AbortSignal): Promise<void> {
+    while (!signal?.aborted) {
+      let result: TickResult | null = null;
+      try {
+        result = this.tick();
+      } catch (error) {
+        // not a run yet, or files moving under a compaction: look again next tick
+        if (!(error instanceof RlprobeError) || !['RLPROBE_NOT_A_RUN', 'RLPROBE_IO', 'RLPROBE_BAD_MANIFEST'].includes(error.code)) throw error;
+      }
+      if (result) {
+        onTick(result);
+        if (result.ended) return;
+      }
+      await sleep(intervalMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  private isNew(f: Finding): boolean {
+    const seen = this.reported.get(f.code);
+    const fresh = !seen || SEVERITY_RANK[f.severity] > SEVERITY_RANK[seen.severity] || f.onset_step > seen.last;
+    const severity = seen && SEVERITY_RANK[seen.severity] > SEVERITY_RANK[f.severity] ? seen.severity : f.severity;
+    this.reported.set(f.code, { severity, last: Math.max(seen?.last ?? -Infinity, f.last_step) });
+    return fresh;
+  }
+
+  /** Records `auto_halt` in the run and carries out the halt actions. */
+  private halt(runDir: string, f: Finding): string[] {
+    const actions: string[] = [];
+    const message = `halted by ${f.code} (${f.severity}, confidence ${Math.round(f.confidence * 100)}%): ${f.message}`;
+    const data = { signature_id: f.code, finding: f, by: 'probe watch', halt_pid: this.options.haltPid ?? null, halt_command: this.options.haltCommand ?? null };
+    const line = JSON.stringify({ timestamp: Date.now() / 1000, kind: 'auto_halt', step: f.last_step, rank: 0, message, data });
+    try {
+      // one append of one line: interleaves whole lines with the recorder's own appends
+      appendFileSync(path.join(runDir, 'events.jsonl'), `${line}\n`);
+      actions.push('recorded auto_halt in events.jsonl');
+    } catch (error) {
+      actions.push(`could not record auto_halt: ${(error as Error).message}`);
+    }
+    if (this.options.haltPid !== undefined) {
+      try {
+        process.kill(this.options.haltPid, 'SIGTERM');
+        actions.push(`sent SIGTERM to pid ${this.options.haltPid}`);
+      } catch (error) {
+        actions.push(`could not signal pid ${this.options.haltPid}: ${(error as Error).message}`);
+      }
+    }
+    if (this.options.haltCommand !== undefined) {
+      const r = spawnSync(this.options.haltCommand, {
+        shell: true,
+        stdio: 'ignore',
+        timeout: 60_000,
+        env: { ...process.env, RLPROBE_FINDING: JSON.stringify(f), RLPROBE_RUN_DIR: runDir },
+      });
+      actions.push(r.error ? `halt command failed: ${r.error.message}` : `halt command exited with ${r.status ?? r.signal}`);
+    }
+    return actions;
+  }
+}

@@ -1,0 +1,98 @@
+import { RlprobeError } from '../errors.js';
+import { atLeast, findingOf } from '../doctor/finding.js';
+import type { Finding } from '../doctor/finding.js';
+import type { NativeFinding } from '../native.js';
+import type { EventOptions } from './recorder.js';
+import type { ResolvedRecorderOptions } from './options.js';
+
+/** Event kinds the live doctor writes. */
+export const DOCTOR_EVENT_KINDS = { finding: 'finding', autoHalt: 'auto_halt' } as const;
+
+/** Where findings come from: the native recorder's doctor thread. */
+export interface FindingSource {
+  takeFindings(): NativeFinding[];
+  /** Publishes what is queued and has the doctor evaluate it; returns what it found. */
+  finish(timeoutMs: number): NativeFinding[];
+}
+
+type Log = (kind: string, options: EventOptions) => void;
+
+/**
+ * The JS half of live diagnosis. The detectors run on a native thread fed by the writer;
+ * this side polls for their findings off a timer that never keeps the process alive, turns
+ * each into a `finding` event and the `onFinding` callbacks, and applies the halt policy:
+ * a graceful halt through an AbortSignal the training loop checks, never a kill.
+ */
+export class LiveDoctorHooks {
+  private readonly listeners = new Set<(f: Finding) => void>();
+  private readonly controller = new AbortController();
+  private timer: ReturnType<typeof setInterval> | null = null;
+  haltedBy: Finding | null = null;
+
+  constructor(
+    private readonly source: FindingSource,
+    private readonly policy: ResolvedRecorderOptions['doctor'],
+    private readonly log: Log,
+  ) {
+    this.timer = setInterval(() => this.poll(), policy.pollMs);
+    this.timer.unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  onFinding(callback: (f: Finding) => void): () => void {
+    this.listeners.add(callback);
+    return () => this.listeners.delete(callback);
+  }
+
+  /** Takes the findings made since the last poll. Never throws. */
+  poll(): void {
+    try {
+      this.handle(this.source.takeFindings());
+    } catch {
+      // a failed poll is retried on the next tick
+    }
+  }
+
+  /** Final evaluation at close; stops polling. Never throws. */
+  finish(timeoutMs: number): void {
+    this.stop();
+    try {
+      this.handle(this.source.finish(timeoutMs));
+    } catch {
+      // closing must go on
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private handle(found: NativeFinding[]): void {
+    for (const n of found) {
+      const f = findingOf(n);
+      this.log(DOCTOR_EVENT_KINDS.finding, { step: f.last_step, message: `${f.severity} ${f.code}: ${f.message}`, data: { ...f } });
+      for (const cb of this.listeners) {
+        try {
+          cb(f);
+        } catch {
+          // a failing callback must not stop the others or the halt
+        }
+      }
+      this.maybeHalt(f);
+    }
+  }
+
+  private maybeHalt(f: Finding): void {
+    const { haltOn, minConfidence } = this.policy;
+    if (this.haltedBy || haltOn === 'never' || !atLeast(f, haltOn) || f.confidence < minConfidence) return;
+    this.haltedBy = f;
+    const message = `halted by ${f.code} (${f.severity}, confidence ${Math.round(f.confidence * 100)}%): ${f.message}`;
+    // `signature_id` is the key the Python package's auto_halt events carry
+    this.log(DOCTOR_EVENT_KINDS.autoHalt, { step: f.last_step, message, data: { signature_id: f.code, finding: f } });
+    this.controller.abort(new RlprobeError('RLPROBE_AUTO_HALT', message));
+  }
+}
