@@ -162,6 +162,8 @@ export interface RecordPointsOptions {
   every?: number;
   /** Stop logging once `rec.haltSignal` aborts (a training loop honouring the halt). */
   stopOnHalt?: boolean;
+  /** Stop logging once this returns true (checked before each step). */
+  stopWhen?: () => boolean;
 }
 
 /** Logs the points (and their samples) through `rec`; returns the steps logged. */
@@ -170,6 +172,7 @@ export async function recordPoints(rec: Recorder, points: RunPoint[], options: R
   let logged = 0;
   for (const p of points) {
     if (options.stopOnHalt && rec.haltSignal.aborted) break;
+    if (options.stopWhen?.()) break;
     rec.logStep(p.record);
     if (p.samples) rec.logSamples(p.samples, { step: p.record.step });
     logged++;

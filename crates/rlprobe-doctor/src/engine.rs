@@ -155,3 +155,64 @@ mod tests {
         assert!(diagnose(&run, None).findings.is_empty());
     }
 }
+
+#[cfg(test)]
+mod linking {
+    use super::*;
+    use crate::synth::{labelled, INJECTIONS};
+
+    fn injection(code: &str, variant: Option<&str>) -> usize {
+        INJECTIONS.iter().position(|i| i.0 == code && variant.is_none_or(|v| i.1 == v)).unwrap()
+    }
+
+    #[test]
+    fn zero_advantages_name_zero_variance_groups_and_saturation_names_both() {
+        let (run, _) = labelled(injection("ZERO_VARIANCE_GROUPS", None), 1);
+        let d = diagnose(&run, None);
+        let adv = d.findings.iter().find(|f| f.code == "ADVANTAGE_COLLAPSE").expect("advantages collapse too");
+        assert_eq!(adv.root_cause, Some("ZERO_VARIANCE_GROUPS"));
+        assert_eq!(d.findings.iter().find(|f| f.code == "ZERO_VARIANCE_GROUPS").unwrap().root_cause, None);
+
+        let (run, _) = labelled(injection("REWARD_SATURATION", None), 1);
+        let d = diagnose(&run, None);
+        for code in ["ZERO_VARIANCE_GROUPS", "ADVANTAGE_COLLAPSE"] {
+            let f = d.findings.iter().find(|f| f.code == code).unwrap_or_else(|| panic!("{code} found"));
+            assert_eq!(f.root_cause, Some("REWARD_SATURATION"), "{code} ends at the root of the chain");
+        }
+    }
+
+    #[test]
+    fn below_resolution_is_not_checked_and_constant_clip_is_not_informative() {
+        let (mut run, _) = labelled(injection("GRAD_VANISHING", None), 2);
+        // as an imported log printing 3 decimals would show a small gradient norm
+        let g = run.columns.get_mut("grad_norm").unwrap();
+        for v in g.values.iter_mut() {
+            *v = (*v * 0.01 * 1000.0).round() / 1000.0;
+        }
+        run.resolution.insert("grad_norm".into(), 0.001);
+        let d = diagnose(&run, None);
+        assert!(d.findings.iter().all(|f| f.code != "GRAD_VANISHING"), "{:?}", d.findings);
+        assert!(d.skipped.iter().any(|s| s.detector == "gradients" && s.reason.contains("resolution")), "{:?}", d.skipped);
+
+        let mut run = RunInput::new((0..100).collect()).with("clip_fraction", vec![0.0; 100]);
+        run.kl_per_token = true;
+        let d = diagnose(&run, None);
+        assert!(d.skipped.iter().any(|s| s.detector == "clip_fraction" && s.reason.contains("not informative")));
+    }
+
+    #[test]
+    fn evidence_samples_are_the_longest_truncated() {
+        let w = injection("TRUNCATION_COLLAPSE", None);
+        let (mut run, _) = (0..20).map(|seed| labelled(w, seed)).find(|(r, _)| r.samples.is_some()).expect("a shape with samples");
+        crate::live::sort_samples(run.samples.as_mut().unwrap());
+        let d = diagnose(&run, None);
+        let f = d.findings.iter().find(|f| f.code == "TRUNCATION_COLLAPSE").unwrap();
+        assert_eq!(f.samples.len(), 3);
+        let s = run.samples.as_ref().unwrap();
+        for e in &f.samples {
+            let i = s.sample_id.iter().position(|id| *id == e.sample_id).unwrap();
+            assert_eq!(s.truncated[i], Some(true));
+            assert!(e.step >= f.onset_step && e.step <= f.last_step);
+        }
+    }
+}

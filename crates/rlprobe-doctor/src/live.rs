@@ -125,3 +125,63 @@ pub fn sort_samples(s: &mut Samples) {
         truncated: idx.iter().map(|&i| s.truncated[i]).collect(),
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{labelled, INJECTIONS};
+
+    /// Feeds a run to a live doctor in parts of `part` points, as the writer would.
+    fn live(run: &RunInput, part: usize) -> Vec<Finding> {
+        let mut d = LiveDoctor::new(10);
+        let mut all = Vec::new();
+        for (i, &step) in run.steps.iter().enumerate() {
+            let values: Vec<(&str, f64)> = run
+                .columns
+                .iter()
+                .filter_map(|(n, c)| {
+                    if !c.values[i].is_nan() {
+                        Some((n.as_str(), c.values[i]))
+                    } else if c.nonfinite.contains(&i) {
+                        Some((n.as_str(), f64::NAN))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            d.push(step, &values);
+            if (i + 1) % part == 0 {
+                all.extend(d.poll());
+            }
+        }
+        all.extend(d.evaluate());
+        all
+    }
+
+    #[test]
+    fn live_reports_what_offline_finds_once_each() {
+        for (w, &(code, _, _)) in INJECTIONS.iter().enumerate().filter(|(_, i)| i.1 != "length-driven reward") {
+            let (run, _) = labelled(w, 7);
+            let offline: std::collections::BTreeSet<&str> = diagnose(&run, None).findings.iter().map(|f| f.code).collect();
+            let found = live(&run, 20);
+            let codes: std::collections::BTreeSet<&str> = found.iter().map(|f| f.code).collect();
+            assert!(codes.contains(code), "{code}: live found {codes:?}");
+            assert!(offline.is_subset(&codes), "{code}: offline {offline:?} vs live {codes:?}");
+            // at most one report per code and severity (a re-report needs a new episode or a worse severity)
+            let mut seen = std::collections::BTreeSet::new();
+            for f in &found {
+                assert!(seen.insert((f.code, f.severity, f.onset_step)), "{code}: {} reported twice", f.code);
+            }
+        }
+    }
+
+    #[test]
+    fn a_relogged_step_is_ignored() {
+        let mut d = LiveDoctor::new(1);
+        d.push(5, &[("loss", 1.0)]);
+        d.push(5, &[("loss", f64::NAN)]);
+        d.push(4, &[("loss", f64::NAN)]);
+        assert_eq!(d.points(), 1);
+        assert!(d.evaluate().is_empty());
+    }
+}
