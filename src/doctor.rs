@@ -120,17 +120,25 @@ const MAX_SAMPLES: usize = 2_000_000;
 pub fn diagnose_run(run_dir: String, options: Option<NativeDoctorOptions>) -> Result<NativeDiagnosis> {
     let dir = PathBuf::from(run_dir);
     let o = options.unwrap_or(NativeDoctorOptions { since: None, resolution: None, kl_per_token: None, samples: None, renames: None });
-    let mut table = rlprobe_core::read_steps(&dir, None).map_err(io_err)?;
+    // samples decode on another core while the steps are read (they cost about as much)
+    let (table, samples) = std::thread::scope(|scope| {
+        let samples = o.samples.unwrap_or(true).then(|| scope.spawn(|| read_samples(&dir)));
+        let table = rlprobe_core::read_steps(&dir, None);
+        let samples = samples.map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("reading samples panicked"))));
+        (table, samples)
+    });
+    let mut table = table.map_err(io_err)?;
     for name in table.names.iter_mut() {
         if let Some(current) = o.renames.as_ref().and_then(|r| r.get(name.as_str())) {
             *name = current.clone();
         }
     }
     let mut run = run_input(&table);
+    drop(table);
     run.resolution = o.resolution.unwrap_or_default().into_iter().collect();
     run.kl_per_token = o.kl_per_token.unwrap_or(true);
-    if o.samples.unwrap_or(true) {
-        let mut s = read_samples(&dir).map_err(io_err)?;
+    if let Some(s) = samples {
+        let mut s = s.map_err(io_err)?;
         rlprobe_doctor::live::sort_samples(&mut s);
         run.samples = Some(s);
     }

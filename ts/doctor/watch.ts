@@ -45,6 +45,7 @@ export class RunWatcher {
   private fingerprint = '';
   private readonly reported = new Map<string, { severity: Severity; last: number }>();
   private halted: Finding | null = null;
+  private sawEnd = false;
   points = 0;
 
   constructor(
@@ -56,10 +57,14 @@ export class RunWatcher {
   tick(): TickResult {
     const reader = RunReader.open(this.runDir);
     const status = runStatus(reader.events());
-    const ended = status.state !== 'open';
     const files = reader.storage().files;
     const fingerprint = files.map((f) => `${path.basename(f.path)}:${f.rows}:${f.bytes}`).join('|');
-    if (fingerprint === this.fingerprint && !ended) return { findings: [], halt: null, ended: false, points: this.points };
+    const changed = fingerprint !== this.fingerprint;
+    // ended once the end was seen on two looks with no new steps in between: a writer may
+    // publish its last part after its closing event
+    const ended = status.state !== 'open' && this.sawEnd && !changed;
+    this.sawEnd = status.state !== 'open';
+    if (!changed) return { findings: [], halt: null, ended, points: this.points };
     this.fingerprint = fingerprint;
     const d = diagnose(reader);
     this.points = d.points;
@@ -72,7 +77,7 @@ export class RunWatcher {
         halt = { finding: f, actions: this.halt(reader.runDir, f) };
       }
     }
-    return { findings: fresh, halt, ended, points: d.points };
+    return { findings: fresh, halt, ended: false, points: d.points };
   }
 
   /** Ticks every `intervalMs` until the run ends or `signal` aborts; `onTick` sees each result. */

@@ -99,8 +99,8 @@ export function resolveRecorderOptions(input: RecorderOptions | undefined): Reso
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     if (issue.code === 'unrecognized_keys') {
-      const key = issue.keys[0];
-      throw new RlprobeError('RLPROBE_INVALID_OPTION', `unknown recorder option "${key}" (value ${showValue(valueAt(input, [key]))})`);
+      const path = [...issue.path, issue.keys[0]];
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `unknown recorder option "${path.map(String).join('.')}" (value ${showValue(valueAt(input, path))})`);
     }
     const name = issue.path.map(String).join('.') || 'options';
     throw new RlprobeError(

@@ -426,8 +426,10 @@ export class Recorder implements CrashHookTarget {
     if (this.native === null) return { counters: { ...ZERO }, compaction: null, error: null };
     if (this.summary) return this.summary;
     this.sampleLogger?.settle();
-    // the last part is published and diagnosed while events can still be written
-    this.liveDoctor?.finish(Math.min(timeoutMs, 10_000));
+    // publish the last part before the closing event: a reader that sees the run has
+    // ended (probe watch) must also see all of its steps
+    if (this.liveDoctor) this.liveDoctor.finish(Math.min(timeoutMs, 10_000));
+    else native(() => this.native!.flush(Math.min(timeoutMs, 10_000)));
     this.closed = true;
     if (this.options.installHandlers) unregisterCrashHooks(this);
     const c = this.native.counters();

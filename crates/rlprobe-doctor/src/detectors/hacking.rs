@@ -132,6 +132,10 @@ fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
             run_len = 0;
             continue;
         }
+        if j < HELD_OUT_MIN {
+            // the noise estimate comes from these first evaluations: judge only after them
+            continue;
+        }
         let fall = best.0 - sm[j];
         let gained = (best.0 - base.median).max(0.0);
         // the train reward at this evaluation is no lower than at the held-out best

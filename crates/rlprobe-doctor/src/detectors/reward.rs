@@ -72,20 +72,21 @@ fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -
     let (_, t) = sustained(&fl, 5, 5)?;
     let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
     let last = last_flag(&fl).unwrap_or(t);
-    let now = crate::signal::last_value(s, last);
+    // the values of the first episode (a later one may start from a new best)
+    let now = s[t];
     let best = peaks[t];
     Some(
         Finding::new(
             "REWARD_COLLAPSE",
             Severity::Critical,
-            format!("reward {} → {} (best {})", num(crate::signal::last_value(s, at.saturating_sub(1))), num(now), num(best)),
+            format!("reward {} → {} (best so far {})", num(crate::signal::last_value(s, at.saturating_sub(1))), num(now), num(best)),
             "The policy has lost what it learned: resume from the checkpoint before the onset with a lower learning rate, and look at the samples around it for a reward-function or data change.",
         )
         .at(&run.steps, at, last)
         .confidence(confidence((best - now) / (COLLAPSE_SIGMA * noise / 3.0_f64.sqrt()), agreement(&fl, t, last)))
         .column("reward_mean")
         .evidence("best (smoothed)", best)
-        .evidence("latest (smoothed)", now),
+        .evidence("at trigger (smoothed)", now),
     )
 }
 
