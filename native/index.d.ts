@@ -194,6 +194,8 @@ export interface NativeLiveDoctorOptions {
   /** Evaluate at most every this many new logged points. */
   minEvery: number
   resolution?: Record<string, number>
+  /** False for imports whose `kl_mean` is a sequence-level KL. */
+  klPerToken?: boolean
 }
 
 export interface NativeRecorderOptions {

@@ -18,7 +18,7 @@ use rlprobe_core::writer::StepTap;
 use rlprobe_doctor::detectors::DETECTORS;
 use rlprobe_doctor::{Column, Finding, LiveDoctor, RunInput, Samples};
 
-use crate::{err, io_err};
+use crate::io_err;
 
 #[napi(object)]
 pub struct NativeEvidence {
@@ -111,8 +111,9 @@ pub fn doctor_detectors() -> Vec<NativeDetectorInfo> {
     DETECTORS.iter().map(|d| NativeDetectorInfo { name: d.name.into(), codes: d.codes.iter().map(|c| c.to_string()).collect(), reads: d.reads.into() }).collect()
 }
 
-/// Samples read for evidence at most: the doctor needs reward and length per sample, and
-/// a bound keeps memory flat on very long runs (8 samples a step × 250,000 steps).
+/// Samples read for evidence at most (the most recent are kept): the doctor needs reward
+/// and length per sample, and a bound keeps memory flat on very long runs (8 samples a
+/// step × 250,000 steps).
 const MAX_SAMPLES: usize = 2_000_000;
 
 /// Diagnoses the run in `run_dir` (rank 0's steps and samples).
@@ -137,8 +138,8 @@ pub fn diagnose_run(run_dir: String, options: Option<NativeDoctorOptions>) -> Re
     drop(table);
     run.resolution = o.resolution.unwrap_or_default().into_iter().collect();
     run.kl_per_token = o.kl_per_token.unwrap_or(true);
-    if let Some(s) = samples {
-        let mut s = s.map_err(io_err)?;
+    // samples are evidence, not the diagnosis: an unreadable sample file degrades to none
+    if let Some(Ok(mut s)) = samples {
         rlprobe_doctor::live::sort_samples(&mut s);
         run.samples = Some(s);
     }
@@ -222,10 +223,10 @@ fn read_samples(dir: &Path) -> std::io::Result<Samples> {
         let ids = b.column_by_name("sample_id").and_then(|a| arrow::compute::cast(a, &DataType::Utf8).ok());
         let truncated = b.column_by_name("truncated").and_then(|a| arrow::compute::cast(a, &DataType::Boolean).ok());
         let (reward, len) = (f64s(&b, "reward_total"), f64s(&b, "completion_len"));
+        if out.len() >= 2 * MAX_SAMPLES {
+            out.keep_last(MAX_SAMPLES);
+        }
         for i in 0..n {
-            if out.len() >= MAX_SAMPLES {
-                return Ok(out);
-            }
             if step.is_null(i) {
                 continue;
             }
@@ -234,13 +235,15 @@ fn read_samples(dir: &Path) -> std::io::Result<Samples> {
             out.push(step.value(i), id, reward[i], len[i], t);
         }
     }
+    out.keep_last(MAX_SAMPLES);
     Ok(out)
 }
 
 // ---- live ----
 
 enum Msg {
-    Rows(RunInput),
+    /// A published part, converted on the doctor thread (not the writer's).
+    Rows(Table),
     /// Evaluate now and acknowledge.
     Finish(Sender<()>),
 }
@@ -255,12 +258,13 @@ pub struct LiveFeed {
 
 impl LiveFeed {
     /// Starts the doctor thread; returns it and the tap to give the writer.
-    pub fn start(min_every: usize, resolution: HashMap<String, f64>) -> std::io::Result<(LiveFeed, StepTap)> {
+    pub fn start(min_every: usize, resolution: HashMap<String, f64>, kl_per_token: bool) -> std::io::Result<(LiveFeed, StepTap)> {
         let (tx, rx) = channel::<Msg>();
         let found: Arc<Mutex<Vec<Finding>>> = Arc::default();
         let sink = found.clone();
         let thread = std::thread::Builder::new().name("rlprobe-doctor".into()).spawn(move || {
             let mut doctor = LiveDoctor::new(min_every);
+            doctor.set_kl_per_token(kl_per_token);
             for (c, r) in &resolution {
                 doctor.set_resolution(c, *r);
             }
@@ -272,8 +276,8 @@ impl LiveFeed {
             while let Ok(msg) = rx.recv() {
                 // a detector bug is contained by the engine; this guards the feed itself
                 let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match msg {
-                    Msg::Rows(rows) => {
-                        push_rows(&mut doctor, &rows);
+                    Msg::Rows(table) => {
+                        push_rows(&mut doctor, &run_input(&table));
                         (doctor.poll(), None)
                     }
                     Msg::Finish(ack) => (doctor.evaluate(), Some(ack)),
@@ -288,8 +292,7 @@ impl LiveFeed {
         })?;
         let tap_tx = Mutex::new(tx.clone());
         let tap = StepTap(Arc::new(move |table: &Table| {
-            let rows = run_input(table);
-            let _ = tap_tx.lock().unwrap_or_else(|e| e.into_inner()).send(Msg::Rows(rows));
+            let _ = tap_tx.lock().unwrap_or_else(|e| e.into_inner()).send(Msg::Rows(table.clone()));
         }));
         Ok((LiveFeed { tx: Mutex::new(Some(tx)), found, thread: Some(thread) }, tap))
     }
@@ -300,15 +303,16 @@ impl LiveFeed {
     }
 
     /// Evaluates everything fed so far (waiting at most `timeout`), then returns the
-    /// findings not yet taken.
-    pub fn finish(&self, timeout: Duration) -> Result<Vec<Finding>> {
+    /// findings not yet taken (on a timeout, those found before it).
+    pub fn finish(&self, timeout: Duration) -> Vec<Finding> {
         let (ack, done) = channel();
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            if tx.send(Msg::Finish(ack)).is_ok() && done.recv_timeout(timeout).is_err() {
-                return Err(err("RLPROBE_TIMEOUT", format!("the live doctor did not finish within {} ms", timeout.as_millis())));
+            // on a timeout, what was found so far is still returned (never lost)
+            if tx.send(Msg::Finish(ack)).is_ok() {
+                let _ = done.recv_timeout(timeout);
             }
         }
-        Ok(self.take())
+        self.take()
     }
 }
 

@@ -31,6 +31,8 @@ pub struct NativeLiveDoctorOptions {
     /// Evaluate at most every this many new logged points.
     pub min_every: u32,
     pub resolution: Option<std::collections::HashMap<String, f64>>,
+    /// False for imports whose `kl_mean` is a sequence-level KL.
+    pub kl_per_token: Option<bool>,
 }
 
 #[napi(object)]
@@ -138,7 +140,7 @@ impl NativeRecorder {
         }
         let doctor = match options.live_doctor {
             Some(d) => {
-                let (feed, tap) = LiveFeed::start(d.min_every.max(1) as usize, d.resolution.unwrap_or_default()).map_err(io_err)?;
+                let (feed, tap) = LiveFeed::start(d.min_every.max(1) as usize, d.resolution.unwrap_or_default(), d.kl_per_token.unwrap_or(true)).map_err(io_err)?;
                 o.step_tap = Some(tap);
                 Some(feed)
             }
@@ -287,7 +289,7 @@ impl NativeRecorder {
     #[napi(catch_unwind)]
     pub fn finish_doctor(&self, timeout_ms: u32) -> Result<Vec<NativeFinding>> {
         with_slot(self.handle, |slot| match &slot.doctor {
-            Some(d) => Ok(d.finish(Duration::from_millis(timeout_ms as u64))?.into_iter().map(Into::into).collect()),
+            Some(d) => Ok(d.finish(Duration::from_millis(timeout_ms as u64)).into_iter().map(Into::into).collect()),
             None => Ok(Vec::new()),
         })
     }

@@ -160,6 +160,28 @@ describe('probe watch', { concurrency: true }, () => {
     }
   });
 
+  test('a trainer killed outright (no closing event) ends the watch once its --halt-pid is gone', async () => {
+    const dir = path.join(tempDir('rlprobe-watch-killed-'), 'run');
+    const trainer = sleeper();
+    const rec = new Recorder(dir, { ...RECORDING, runId: 'watched-killed' });
+    await recordPoints(rec, healthyGrpo({ seed: 45, steps: 100 }), { delayMs: 0, every: 1 });
+    assert.ok(rec.flushSync(10_000));
+    const w = startWatch(dir, ['--halt-pid', String(trainer.proc.pid)]);
+    try {
+      await sleep(1500);
+      assert.equal(w.proc.exitCode, null, 'still watching the live run');
+      trainer.proc.kill('SIGKILL');
+      await trainer.exited;
+      const exit = await waitForExit(w, 20_000);
+      assert.deepEqual(exit, { code: 0, signal: null }, w.describe());
+      assert.match(w.stderr(), /run ended after 100 logged points/);
+      assert.deepEqual(eventsOf(dir, 'auto_halt'), []);
+    } finally {
+      w.proc.kill('SIGKILL');
+      rec.close();
+    }
+  });
+
   test('a healthy run watched to its end: no findings, every point seen, exit 0', async () => {
     const dir = path.join(tempDir('rlprobe-watch-healthy-'), 'run');
     const w = startWatch(dir, []);
@@ -206,7 +228,13 @@ describe('probe watch', { concurrency: true }, () => {
           findings.some((f) => f.code === 'NAN_INF'),
           `the watcher exited (code ${exit.code}) without reporting the NAN_INF that probe doctor finds\n${w.describe()}`,
         );
-        assert.deepEqual(exit, { code: 2, signal: null }, w.describe());
+        // close publishes the last part, then writes its closing event: a watcher that looks
+        // in between sees a live run and halts it; one that looks after never halts an ended
+        // run. Either way the halt line, the exit code and the event agree.
+        const halts = parseLines(w).filter((l) => l.type === 'halt');
+        assert.ok(halts.length <= 1, w.describe());
+        assert.deepEqual(exit, { code: halts.length === 1 ? 2 : 0, signal: null }, w.describe());
+        assert.equal(eventsOf(dir, 'auto_halt').length, halts.length);
       } finally {
         w.proc.kill('SIGKILL');
       }

@@ -4,12 +4,18 @@ import type { Finding } from './finding.js';
 const LABEL = { critical: 'CRITICAL', warn: 'WARN', info: 'INFO' } as const;
 const INDENT = ' '.repeat(10);
 
-/** One finding for a person: the headline, then the remedy (or its root cause). */
-export function formatFinding(f: Finding): string {
+/**
+ * One finding for a person: the headline, then the remedy — or, when its root cause is
+ * listed too (`shown`), a pointer to it instead of a second remedy.
+ */
+export function formatFinding(f: Finding, shown: ReadonlySet<string> = new Set()): string {
   const head = `${LABEL[f.severity].padEnd(8)}  ${f.code}  onset ~step ${f.onset_step}  confidence ${Math.round(f.confidence * 100)}%  ${f.message}`;
   const lines = [head];
-  if (f.root_cause) lines.push(`${INDENT}root cause: ${f.root_cause} (same physics; its remedy applies)`);
-  else lines.push(`${INDENT}→ ${f.remedy}`);
+  if (f.root_cause && shown.has(f.root_cause)) lines.push(`${INDENT}root cause: ${f.root_cause} (same physics; its remedy applies)`);
+  else {
+    if (f.root_cause) lines.push(`${INDENT}root cause: ${f.root_cause}`);
+    lines.push(`${INDENT}→ ${f.remedy}`);
+  }
   if (f.last_step !== f.onset_step) lines.push(`${INDENT}seen through step ${f.last_step}`);
   if (f.samples.length > 0) {
     lines.push(`${INDENT}evidence samples: ${f.samples.map((s) => `${s.sample_id || '?'} at step ${s.step} (${s.why})`).join('; ')}`);
@@ -23,7 +29,8 @@ export function formatDiagnosis(d: Diagnosis): string {
   if (d.findings.length === 0) {
     out.push(`No problems found in ${d.points} logged points (${d.ran.length} detectors ran).`);
   } else {
-    for (const f of d.findings) out.push(formatFinding(f));
+    const shown = new Set(d.findings.map((f) => f.code));
+    for (const f of d.findings) out.push(formatFinding(f, shown));
   }
   if (d.skipped.length > 0) {
     out.push('');

@@ -37,15 +37,18 @@ export interface TickResult {
 }
 
 /**
- * Follows a run as its parts appear: each tick re-diagnoses when the step files changed
- * (new parts, a compaction, the end) and reports only findings not reported before — a
- * code again only when its severity rises or a new episode starts after the last one.
+ * Follows a run as its parts appear: a tick re-diagnoses when the run grew by a fiftieth
+ * since the last diagnosis, and once more when it has ended, and reports only findings not
+ * reported before — a code again only when its severity rises or its onset moves past the
+ * last step reported. The run has ended when its recorder wrote an ending event (close,
+ * exit, crash, signal) or, with `haltPid`, when that process is gone.
  */
 export class RunWatcher {
   private fingerprint = '';
   private readonly reported = new Map<string, { severity: Severity; last: number }>();
   private halted: Finding | null = null;
   private sawEnd = false;
+  private rowsDiagnosed = -1;
   points = 0;
 
   constructor(
@@ -56,23 +59,29 @@ export class RunWatcher {
   /** One look at the run. Throws RLPROBE_NOT_A_RUN until the run has a manifest. */
   tick(): TickResult {
     const reader = RunReader.open(this.runDir);
-    const status = runStatus(reader.events());
+    // a trainer killed outright (SIGKILL, OOM) writes no ending event: its pid is the sign
+    const open = runStatus(reader.events()).state === 'open' && this.trainerAlive();
     const files = reader.storage().files;
     const fingerprint = files.map((f) => `${path.basename(f.path)}:${f.rows}:${f.bytes}`).join('|');
-    const changed = fingerprint !== this.fingerprint;
+    const rows = files.reduce((a, f) => a + f.rows, 0);
     // ended once the end was seen on two looks with no new steps in between: a writer may
     // publish its last part after its closing event
-    const ended = status.state !== 'open' && this.sawEnd && !changed;
-    this.sawEnd = status.state !== 'open';
-    if (!changed) return { findings: [], halt: null, ended, points: this.points };
+    const ended = !open && this.sawEnd && fingerprint === this.fingerprint;
+    this.sawEnd = !open;
+    // re-diagnose as the run grows by a fiftieth (as the live doctor does), and at the end:
+    // each look re-reads the run, so looking on every new part would cost O(n²) in all
+    const due = rows >= this.rowsDiagnosed + Math.max(1, Math.floor(this.rowsDiagnosed / 50));
+    if (fingerprint === this.fingerprint || (open && !due)) return { findings: [], halt: null, ended, points: this.points };
     this.fingerprint = fingerprint;
+    this.rowsDiagnosed = rows;
     const d = diagnose(reader);
     this.points = d.points;
     const fresh = d.findings.filter((f) => this.isNew(f));
     let halt: HaltAction | null = null;
     for (const f of fresh) {
       const { haltOn, minConfidence } = this.options;
-      if (!this.halted && haltOn !== 'never' && atLeast(f, haltOn) && f.confidence >= minConfidence) {
+      // an ended run is not halted: its pid may be another process's by now
+      if (open && !this.halted && haltOn !== 'never' && atLeast(f, haltOn) && f.confidence >= minConfidence) {
         this.halted = f;
         halt = { finding: f, actions: this.halt(reader.runDir, f) };
       }
@@ -95,6 +104,17 @@ export class RunWatcher {
         if (result.ended) return;
       }
       await sleep(intervalMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  /** False once `haltPid` is gone (without a pid to watch, the events decide). */
+  private trainerAlive(): boolean {
+    if (this.options.haltPid === undefined) return true;
+    try {
+      process.kill(this.options.haltPid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'EPERM';
     }
   }
 

@@ -34,8 +34,15 @@ export class LiveDoctorHooks {
     private readonly policy: ResolvedRecorderOptions['doctor'],
     private readonly log: Log,
   ) {
-    this.timer = setInterval(() => this.poll(), policy.pollMs);
-    this.timer.unref();
+    // the timer holds the hooks weakly: a recorder dropped without close() stays collectable
+    const self = new WeakRef(this);
+    const timer: ReturnType<typeof setInterval> = setInterval(() => {
+      const hooks = self.deref();
+      if (hooks) hooks.poll();
+      else clearInterval(timer);
+    }, policy.pollMs);
+    timer.unref();
+    this.timer = timer;
   }
 
   get signal(): AbortSignal {
@@ -62,7 +69,7 @@ export class LiveDoctorHooks {
     try {
       this.handle(this.source.finish(timeoutMs));
     } catch {
-      // closing must go on
+      this.poll(); // closing must go on, with what was found already
     }
   }
 

@@ -76,11 +76,15 @@ function defaultRunId(): string {
   return `run-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
-/** The printing resolution an importer recorded (manifest `extra.source.resolution`). */
-function importedResolution(extra: Record<string, unknown>): Record<string, number> | undefined {
-  const r = (extra.source as { resolution?: unknown } | undefined)?.resolution;
-  if (!r || typeof r !== 'object') return undefined;
-  return Object.fromEntries(Object.entries(r as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0));
+/** What an importer recorded for the doctor (manifest `extra.source`, see ts/import/). */
+function importedHints(extra: Record<string, unknown>): { resolution?: Record<string, number>; klPerToken?: boolean } {
+  const source = extra.source as { resolution?: unknown; kl_per_token?: unknown } | undefined;
+  const r = source?.resolution;
+  const resolution =
+    r && typeof r === 'object'
+      ? Object.fromEntries(Object.entries(r as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0))
+      : undefined;
+  return { resolution, klPerToken: source?.kl_per_token === false ? false : undefined };
 }
 
 /** Marks the record bad because reading it threw (a getter or proxy trap). */
@@ -175,7 +179,7 @@ export class Recorder implements CrashHookTarget {
           flushSteps: this.options.flushSteps,
           queueCapacity: this.options.queueCapacity,
           sampleQueueBytes: this.options.sampleQueueBytes,
-          liveDoctor: live ? { minEvery: this.options.doctor.evaluateEvery, resolution: importedResolution(this.options.manifestExtra) } : undefined,
+          liveDoctor: live ? { minEvery: this.options.doctor.evaluateEvery, ...importedHints(this.options.manifestExtra) } : undefined,
         }),
     );
     this.native = nativeRecorder;
@@ -194,8 +198,9 @@ export class Recorder implements CrashHookTarget {
         {
           takeFindings: () => nativeRecorder.takeFindings(),
           finish: (ms) => {
+            const end = Date.now() + ms;
             nativeRecorder.flush(ms);
-            return nativeRecorder.finishDoctor(ms);
+            return nativeRecorder.finishDoctor(Math.max(1, end - Date.now()));
           },
         },
         this.options.doctor,
@@ -426,10 +431,13 @@ export class Recorder implements CrashHookTarget {
     if (this.native === null) return { counters: { ...ZERO }, compaction: null, error: null };
     if (this.summary) return this.summary;
     this.sampleLogger?.settle();
+    // one deadline for everything close does
+    const deadline = Date.now() + timeoutMs;
+    const left = () => Math.min(2 ** 31 - 1, Math.max(1, Math.ceil(deadline - Date.now())));
     // publish the last part before the closing event: a reader that sees the run has
     // ended (probe watch) must also see all of its steps
-    if (this.liveDoctor) this.liveDoctor.finish(Math.min(timeoutMs, 10_000));
-    else native(() => this.native!.flush(Math.min(timeoutMs, 10_000)));
+    if (this.liveDoctor) this.liveDoctor.finish(left());
+    else native(() => this.native!.flush(left()));
     this.closed = true;
     if (this.options.installHandlers) unregisterCrashHooks(this);
     const c = this.native.counters();
@@ -441,7 +449,7 @@ export class Recorder implements CrashHookTarget {
           bad: c.bad,
         }),
     );
-    const report: NativeCloseReport = native(() => this.native!.close(compact, timeoutMs));
+    const report: NativeCloseReport = native(() => this.native!.close(compact, left()));
     this.summary = {
       counters: { ...report.counters },
       compaction: report.compaction

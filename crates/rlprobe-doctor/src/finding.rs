@@ -100,6 +100,27 @@ impl Finding {
     }
 }
 
+/// Several findings of one code from one detector as one (a detector reports a code once,
+/// so live and watch deduplication can key on it): the earliest, with the others' messages,
+/// columns and evidence folded in and the worst severity.
+pub fn fold(mut findings: Vec<Finding>) -> Option<Finding> {
+    findings.sort_by_key(|f| f.onset_index);
+    let mut it = findings.into_iter();
+    let mut first = it.next()?;
+    for f in it {
+        first.severity = first.severity.max(f.severity);
+        first.message.push_str(&format!("; {}", f.message));
+        first.last_step = first.last_step.max(f.last_step);
+        for c in f.columns {
+            if !first.columns.contains(&c) {
+                first.columns.push(c);
+            }
+        }
+        first.evidence.extend(f.evidence);
+    }
+    Some(first)
+}
+
 /// Most severe first, then most confident, then earliest.
 pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {

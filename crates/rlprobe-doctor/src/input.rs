@@ -52,6 +52,18 @@ impl Samples {
     pub fn is_empty(&self) -> bool {
         self.step.is_empty()
     }
+    /// Drops all but the last `n` samples.
+    pub fn keep_last(&mut self, n: usize) {
+        let cut = self.len().saturating_sub(n);
+        if cut > 0 {
+            self.step.drain(..cut);
+            self.sample_id.drain(..cut);
+            self.reward.drain(..cut);
+            self.completion_len.drain(..cut);
+            self.truncated.drain(..cut);
+        }
+    }
+
     pub fn push(&mut self, step: i64, id: String, reward: f64, len: f64, truncated: Option<bool>) {
         self.step.push(step);
         self.sample_id.push(id);

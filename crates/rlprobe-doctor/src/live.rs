@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::engine::diagnose;
 use crate::finding::{Finding, Severity};
-use crate::input::{Column, RunInput, Samples};
+use crate::input::{RunInput, Samples};
 
 pub struct LiveDoctor {
     run: RunInput,
@@ -37,25 +37,37 @@ impl LiveDoctor {
         self.run.resolution.insert(column.to_string(), resolution);
     }
 
+    pub fn set_kl_per_token(&mut self, per_token: bool) {
+        self.run.kl_per_token = per_token;
+    }
+
     pub fn points(&self) -> usize {
         self.run.len()
     }
 
-    /// Appends one logged point. A step at or before the last one is ignored (a resumed
-    /// run re-logging steps must not make a detector see a step twice).
+    /// Appends one logged point. A step equal to the last one is merged into its row (a
+    /// trainer logging eval metrics at a train step): the later present value wins, as in
+    /// the offline reader. An earlier step is ignored (a detector must not see a step twice).
     pub fn push(&mut self, step: i64, values: &[(&str, f64)]) {
-        if self.run.steps.last().is_some_and(|&last| step <= last) {
-            return;
-        }
-        let i = self.run.steps.len();
-        self.run.steps.push(step);
-        for (name, v) in values {
-            let col = self.run.columns.entry((*name).to_string()).or_insert_with(|| Column { values: vec![f64::NAN; i], nonfinite: Vec::new() });
-            col.values.resize(i, f64::NAN);
+        let i = match self.run.steps.last() {
+            Some(&last) if step < last => return,
+            Some(&last) if step == last => self.run.steps.len() - 1,
+            _ => {
+                self.run.steps.push(step);
+                self.run.steps.len() - 1
+            }
+        };
+        for &(name, v) in values {
+            let col = match self.run.columns.get_mut(name) {
+                Some(c) => c,
+                None => self.run.columns.entry(name.to_string()).or_default(),
+            };
+            col.values.resize(i + 1, f64::NAN);
+            col.nonfinite.retain(|&j| j != i);
             if v.is_finite() {
-                col.values.push(*v);
+                col.values[i] = v;
             } else {
-                col.values.push(f64::NAN);
+                col.values[i] = f64::NAN;
                 col.nonfinite.push(i);
             }
         }
@@ -176,12 +188,15 @@ mod tests {
     }
 
     #[test]
-    fn a_relogged_step_is_ignored() {
+    fn a_relogged_step_merges_and_an_earlier_one_is_ignored() {
         let mut d = LiveDoctor::new(1);
         d.push(5, &[("loss", 1.0)]);
-        d.push(5, &[("loss", f64::NAN)]);
+        d.push(5, &[("reward_mean", 0.5)]);
         d.push(4, &[("loss", f64::NAN)]);
         assert_eq!(d.points(), 1);
+        assert_eq!((d.run.columns["loss"].values[0], d.run.columns["reward_mean"].values[0]), (1.0, 0.5));
         assert!(d.evaluate().is_empty());
+        d.push(5, &[("loss", f64::NAN)]);
+        assert_eq!(d.evaluate()[0].code, "NAN_INF", "the later write wins");
     }
 }

@@ -51,10 +51,13 @@ pub fn flags(xs: &[f64], from: usize, pred: impl Fn(usize, f64) -> bool) -> Vec<
     xs.iter().enumerate().map(|(i, &x)| if i < from || x.is_nan() { None } else { Some(pred(i, x)) }).collect()
 }
 
-/// The first episode where `k` of the last `n` points are flagged: (first flagged point
-/// of that window, the point it triggered at).
+/// The first episode where `k` of the last `n` *present* points are flagged: (first
+/// flagged point of that window, the point it triggered at). Missing points (None) are
+/// skipped, not counted as healthy: a column logged every other row still persists.
 pub fn sustained(flags: &[Option<bool>], k: usize, n: usize) -> Option<(usize, usize)> {
-    persistent(flags, k, n, usize::MAX / 2).first().map(|e| (e.onset, e.trigger))
+    let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i].is_some()).collect();
+    let dense: Vec<Option<bool>> = at.iter().map(|&i| flags[i]).collect();
+    persistent(&dense, k, n, usize::MAX / 2).first().map(|e| (at[e.onset], at[e.trigger]))
 }
 
 /// A two-level episode: the warn condition held for `k` of `n` points (or the critical one
@@ -83,6 +86,11 @@ pub fn graded(xs: &[f64], from: usize, k: usize, n: usize, warn: impl Fn(usize, 
     };
     let last = last_flag(&w).unwrap_or(trigger);
     Some(Graded { severity, trigger, last, flags: w })
+}
+
+/// `ln(max(x, floor))` with missing points kept missing (f64::max would turn NaN into the floor).
+pub fn ln_floor(xs: &[f64], floor: f64) -> Vec<f64> {
+    xs.iter().map(|&x| if x.is_nan() { f64::NAN } else { x.max(floor).ln() }).collect()
 }
 
 /// Sets `into` wherever `from` is set (an either-of flag series).
@@ -289,6 +297,13 @@ mod tests {
         // a jump at 40
         let ys: Vec<f64> = (0..80).map(|i| if i < 40 { 0.0 } else { 5.0 } + 0.1 * ((i * 3 % 7) as f64 - 3.0)).collect();
         assert_eq!(onset(&ys, 0, 70), 40);
+    }
+
+    #[test]
+    fn sustained_skips_missing_points() {
+        // flagged on every present point, missing every other row
+        let f: Vec<Option<bool>> = (0..12).map(|i| if i % 2 == 0 { Some(i >= 4) } else { None }).collect();
+        assert_eq!(sustained(&f, 3, 3), Some((4, 8)));
     }
 
     #[test]

@@ -30,6 +30,8 @@ const TREND_T: f64 = 4.0;
 /// above this, where its early share was below `SHARE_EARLY`.
 const SHARE: f64 = 0.9;
 const SHARE_EARLY: f64 = 0.6;
+const SHARE_WINDOW: usize = 50;
+const SHARE_EVERY: usize = 10;
 
 fn run(run: &RunInput) -> Outcome {
     let comps: Vec<(&str, &[f64], Vec<usize>)> = run
@@ -52,18 +54,7 @@ fn run(run: &RunInput) -> Outcome {
     if let Some(f) = dominance(run, &comps) {
         out.push(f);
     }
-    // one finding per code: keep the earliest, fold the others into its message
-    out.sort_by_key(|f: &Finding| f.onset_index);
-    let mut it = out.into_iter();
-    let Some(mut first) = it.next() else { return Outcome::Ran(Vec::new()) };
-    for f in it {
-        first.severity = first.severity.max(f.severity);
-        first.message.push_str(&format!("; {}", f.message));
-        first.last_step = first.last_step.max(f.last_step);
-        first.columns.extend(f.columns);
-        first.evidence.extend(f.evidence);
-    }
-    Outcome::Ran(vec![first])
+    Outcome::Ran(crate::finding::fold(out).into_iter().collect())
 }
 
 const REMEDY: &str = "One reward function no longer carries signal: check the dead or falling component's implementation on recent samples, rebalance the component weights, and make sure the rising one cannot be satisfied without the task.";
@@ -134,30 +125,48 @@ fn opposite(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Find
 
 fn dominance(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Finding> {
     let n = run.len();
+    let early_end = BASELINE_SKIP + BASELINE_POINTS;
+    if n < early_end + SHARE_WINDOW {
+        return None;
+    }
+    // prefix sums of |component| (missing as 0): any window's share in O(components)
+    let prefix: Vec<Vec<f64>> = comps
+        .iter()
+        .map(|(_, xs, _)| {
+            let mut p = vec![0.0; n + 1];
+            for i in 0..n {
+                p[i + 1] = p[i] + if xs[i].is_nan() { 0.0 } else { xs[i].abs() };
+            }
+            p
+        })
+        .collect();
     let share = |lo: usize, hi: usize| -> Vec<f64> {
-        let sums: Vec<f64> = comps.iter().map(|(_, xs, _)| xs[lo..hi].iter().filter(|v| !v.is_nan()).map(|v| v.abs()).sum()).collect();
+        let sums: Vec<f64> = prefix.iter().map(|p| p[hi] - p[lo]).collect();
         let total: f64 = sums.iter().sum();
         sums.iter().map(|s| if total > 0.0 { s / total } else { f64::NAN }).collect()
     };
-    let early_end = BASELINE_SKIP + BASELINE_POINTS;
-    if n < early_end + 50 {
-        return None;
-    }
     let early = share(BASELINE_SKIP, early_end);
-    let late = share(n - 50, n);
-    let c = (0..comps.len()).find(|&c| late[c] > SHARE && early[c] < SHARE_EARLY)?;
-    let short = comps[c].0.trim_start_matches("reward_component.");
-    Some(
-        Finding::new(
-            "REWARD_COMPONENT_DOMINANCE",
-            Severity::Warn,
-            format!("component {short} carries {}% of the reward (early {}%)", num(100.0 * late[c]), num(100.0 * early[c])),
-            REMEDY,
-        )
-        .at(&run.steps, n - 50, n - 1)
-        .confidence(confidence(late[c] / SHARE, 0.5))
-        .column(comps[c].0)
-        .evidence("share now", late[c])
-        .evidence("share early", early[c]),
-    )
+    let mut end = early_end + SHARE_WINDOW;
+    while end <= n {
+        let now = share(end - SHARE_WINDOW, end);
+        if let Some(c) = (0..comps.len()).find(|&c| now[c] > SHARE && early[c] < SHARE_EARLY) {
+            let last_share = share(n - SHARE_WINDOW, n)[c];
+            let short = comps[c].0.trim_start_matches("reward_component.");
+            return Some(
+                Finding::new(
+                    "REWARD_COMPONENT_DOMINANCE",
+                    Severity::Warn,
+                    format!("component {short} carries {}% of the reward (early {}%)", num(100.0 * now[c]), num(100.0 * early[c])),
+                    REMEDY,
+                )
+                .at(&run.steps, end - SHARE_WINDOW, if last_share > SHARE { n - 1 } else { end - 1 })
+                .confidence(confidence(now[c] / SHARE, 0.5))
+                .column(comps[c].0)
+                .evidence("share", now[c])
+                .evidence("share early", early[c]),
+            );
+        }
+        end += SHARE_EVERY;
+    }
+    None
 }

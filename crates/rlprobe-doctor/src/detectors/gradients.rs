@@ -56,7 +56,7 @@ fn run(run: &RunInput) -> Outcome {
     let explosion = sustained(&crit, 3, 5).map(|e| (Severity::Critical, e)).or_else(|| sustained(&warn, 5, 5).map(|e| (Severity::Warn, e)));
     let mut explosion_from = usize::MAX;
     if let Some((sev, (_, trigger))) = explosion {
-        let logs: Vec<f64> = g.iter().map(|x| x.max(1e-300).ln()).collect();
+        let logs = crate::signal::ln_floor(g, 1e-300);
         let at = onset(&logs, trigger.saturating_sub(200).max(base.end.saturating_sub(10)), trigger);
         let last = last_flag(&warn).unwrap_or(trigger);
         let peak = g[at..=last].iter().copied().filter(|v| !v.is_nan()).fold(0.0, f64::max);
@@ -79,8 +79,10 @@ fn run(run: &RunInput) -> Outcome {
     // spikes: single-point excursions before any explosion
     let z = causal_robust_z(g, ZOptions { window: 50, min_points: 20, log_scale: true });
     let med = rlprobe_series::rolling::rolling_median(g, 50, 20);
-    let spikes: Vec<usize> = (base.end..g.len().min(explosion_from))
-        .filter(|&i| i > 0 && z[i] > SPIKE_Z && !med[i - 1].is_nan() && g[i] > SPIKE_RATIO * med[i - 1] && g[i] - med[i - 1] > 2.0 * res)
+    // the trailing median before each point (carried over missing points)
+    let before = |i: usize| crate::signal::last_value(&med, i - 1);
+    let spikes: Vec<usize> = (base.end.max(1)..g.len().min(explosion_from))
+        .filter(|&i| z[i] > SPIKE_Z && g[i] > SPIKE_RATIO * before(i) && g[i] - before(i) > 2.0 * res)
         .collect();
     if !spikes.is_empty() {
         // the densest run of spikes within SPIKE_WINDOW points
@@ -93,7 +95,7 @@ fn run(run: &RunInput) -> Outcome {
         }
         let (first, count) = (spikes[best.0], best.1);
         let sev = if count >= SPIKE_REPEAT { Severity::Warn } else { Severity::Info };
-        let worst = spikes.iter().map(|&i| g[i] / med[i - 1]).fold(0.0, f64::max);
+        let worst = spikes.iter().map(|&i| g[i] / before(i)).fold(0.0, f64::max);
         out.push(
             Finding::new(
                 "GRAD_NORM_SPIKE",
@@ -115,7 +117,7 @@ fn run(run: &RunInput) -> Outcome {
     let zero = flags(g, base.end, |_, x| x == 0.0 && res == 0.0);
     let vanish = sustained(&zero, 5, 5).map(|e| (Severity::Critical, e)).or_else(|| sustained(&low, 5, 5).map(|e| (Severity::Warn, e)));
     if let Some((sev, (_, trigger))) = vanish {
-        let logs: Vec<f64> = g.iter().map(|x| if *x > 0.0 { x.ln() } else { (base.median * 1e-6).ln() }).collect();
+        let logs = crate::signal::ln_floor(g, base.median * 1e-6);
         let at = onset(&logs, trigger.saturating_sub(200).max(base.end.saturating_sub(10)), trigger);
         let last = last_flag(&low).into_iter().chain(last_flag(&zero)).max().unwrap_or(trigger);
         let now = crate::signal::last_value(g, last);

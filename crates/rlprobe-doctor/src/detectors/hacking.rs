@@ -139,7 +139,8 @@ fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
         let fall = best.0 - sm[j];
         let gained = (best.0 - base.median).max(0.0);
         // the train reward at this evaluation is no lower than at the held-out best
-        let train_holds = rs[pts[j]] >= rs[pts[best.1]] - 1e-12 || rs[pts[best.1]].is_nan();
+        let (now, then) = (crate::signal::last_value(&rs, pts[j]), crate::signal::last_value(&rs, pts[best.1]));
+        let train_holds = now >= then - 1e-12;
         if fall > HELD_OUT_SIGMA * noise && fall > HELD_OUT_SHARE * gained && train_holds {
             run_len += 1;
             if run_len >= 3 {
@@ -167,20 +168,21 @@ fn kl_outruns(r: &[f64], kl: &[f64]) -> Option<Sign> {
     let rb = baseline(r)?;
     let (ks, rs) = (smooth(kl, 9), smooth(r, 15));
     let start = kb.end.max(rb.end) + KL_SPAN;
+    let carried = |v: &[f64], i: usize| crate::signal::last_value(v, i);
     let fl = flags(&ks, start, |i, x| {
-        let before = ks[i - KL_SPAN];
-        let gain = rs[i] - rs[i - KL_SPAN];
+        let before = carried(&ks, i - KL_SPAN);
+        let gain = carried(&rs, i) - carried(&rs, i - KL_SPAN);
         before >= 0.01 && x > KL_RATIO * before && gain < rb.sigma
     });
     let (_, t) = sustained(&fl, 10, 10)?;
-    let logs: Vec<f64> = kl.iter().map(|x| x.max(1e-12).ln()).collect();
+    let logs = crate::signal::ln_floor(kl, 1e-12);
     let at = onset(&logs, t.saturating_sub(KL_SPAN + 50), t);
     let last = crate::signal::last_flag(&fl).unwrap_or(t);
     Some(Sign {
-        what: format!("KL ×{} over {KL_SPAN} points while reward moved {}", num(ks[t] / ks[t - KL_SPAN]), num(rs[t] - rs[t - KL_SPAN])),
+        what: format!("KL ×{} over {KL_SPAN} points while reward moved {}", num(ks[t] / carried(&ks, t - KL_SPAN)), num(carried(&rs, t) - carried(&rs, t - KL_SPAN))),
         onset: at,
         last,
-        strength: ks[t] / ks[t - KL_SPAN] / KL_RATIO,
+        strength: ks[t] / carried(&ks, t - KL_SPAN) / KL_RATIO,
     })
 }
 

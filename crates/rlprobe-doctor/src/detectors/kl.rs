@@ -63,24 +63,25 @@ fn run(run: &RunInput) -> Outcome {
     }
 
     let runaway = flags(&s, base.end + RUNAWAY_SPAN, |i, x| {
-        let before = s[i - RUNAWAY_SPAN];
+        let before = crate::signal::last_value(&s, i - RUNAWAY_SPAN);
         before >= floor && x > RUNAWAY * before && x > RUNAWAY * base.median.max(floor)
     });
     if let Some((_, t)) = sustained(&runaway, 5, 5) {
         let ratio = s[t] / base.median.max(floor);
         sev = sev.max(if ratio > 10.0 { Severity::Critical } else { Severity::Warn });
         trigger = trigger.min(t);
-        why.push(format!("×{} within {RUNAWAY_SPAN} points", num(s[t] / s[t - RUNAWAY_SPAN])));
+        why.push(format!("×{} within {RUNAWAY_SPAN} points", num(s[t] / crate::signal::last_value(&s, t - RUNAWAY_SPAN))));
         merge_flags(&mut flagged, &runaway);
     }
 
     let z = causal_robust_z(kl, ZOptions { window: 50, min_points: 20, log_scale: true });
     let med = rlprobe_series::rolling::rolling_median(kl, 50, 20);
-    let spike = flags(kl, base.end, |i, x| i > 0 && z[i] > SPIKE_Z && x > SPIKE_RATIO * med[i - 1] && x > floor);
+    let before = |i: usize| crate::signal::last_value(&med, i.saturating_sub(1));
+    let spike = flags(kl, base.end.max(1), |i, x| z[i] > SPIKE_Z && x > SPIKE_RATIO * before(i) && x > floor);
     if let Some((_, t)) = sustained(&spike, 2, 3) {
         sev = sev.max(Severity::Warn);
         trigger = trigger.min(t);
-        why.push(format!("spike to {}× the trailing median", num(kl[t] / med[t - 1])));
+        why.push(format!("spike to {}× the trailing median", num(kl[t] / before(t))));
         merge_flags(&mut flagged, &spike);
     }
 
@@ -90,7 +91,7 @@ fn run(run: &RunInput) -> Outcome {
             Ok(()) => Outcome::Ran(Vec::new()),
         };
     }
-    let logs: Vec<f64> = kl.iter().map(|x| x.max(1e-12).ln()).collect();
+    let logs = crate::signal::ln_floor(kl, 1e-12);
     let at = onset(&logs, trigger.saturating_sub(200).max(base.end.saturating_sub(10)), trigger);
     let last = last_flag(&flagged).unwrap_or(trigger);
     let peak = kl[at..=last].iter().copied().filter(|v| !v.is_nan()).fold(0.0, f64::max);

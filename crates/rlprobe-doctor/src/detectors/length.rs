@@ -44,15 +44,22 @@ fn run_length(run: &RunInput) -> Outcome {
     let s = smooth(len, 9);
     let reward = run.series("reward_mean").map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
     // the reward gain over the span is not keeping up with the length
-    let idle = |i: usize| reward.as_ref().is_none_or(|(r, sigma)| r[i].is_nan() || r[i - LEN_SPAN].is_nan() || r[i] - r[i - LEN_SPAN] < 2.0 * sigma);
+    let carried = |v: &[f64], i: usize| crate::signal::last_value(v, i);
+    // an unknown gain (no reward yet) counts as idle
+    let idle = |i: usize| {
+        reward.as_ref().is_none_or(|(r, sigma)| {
+            let gain = carried(r, i) - carried(r, i - LEN_SPAN);
+            gain.is_nan() || gain < 2.0 * sigma
+        })
+    };
     let from = base.end + LEN_SPAN;
     let Some(g) = graded(
         &s,
         from,
         10,
         10,
-        |i, x| (x > LEN_RATIO * s[i - LEN_SPAN] && idle(i)) || x > LEN_ALONE * s[i - LEN_SPAN],
-        |i, x| x > LEN_CRIT * s[i - LEN_SPAN] && idle(i),
+        |i, x| (x > LEN_RATIO * carried(&s, i - LEN_SPAN) && idle(i)) || x > LEN_ALONE * carried(&s, i - LEN_SPAN),
+        |i, x| x > LEN_CRIT * carried(&s, i - LEN_SPAN) && idle(i),
     ) else {
         return Outcome::Ran(Vec::new());
     };

@@ -80,5 +80,5 @@ fn run(run: &RunInput) -> Outcome {
             .evidence("after", b),
         );
     }
-    Outcome::Ran(out)
+    Outcome::Ran(crate::finding::fold(out).into_iter().collect())
 }

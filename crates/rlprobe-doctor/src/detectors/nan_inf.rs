@@ -2,7 +2,7 @@
 //! count. Always critical: one non-finite loss or gradient poisons the weights it touches
 //! (mixed-precision overflow, a reward function returning NaN, log of zero).
 
-use super::{num, Detector, Outcome};
+use super::{Detector, Outcome};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 
@@ -60,6 +60,6 @@ fn run(run: &RunInput) -> Outcome {
     for (name, at) in &hits {
         f = f.column(name).evidence(&format!("{name} non-finite points"), at.len() as f64);
     }
-    f.message.push_str(&format!(" (last at step {})", num(run.steps[last] as f64)));
+    f.message.push_str(&format!(" (last at step {})", run.steps[last]));
     Outcome::Ran(vec![f])
 }

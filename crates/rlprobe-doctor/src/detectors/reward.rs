@@ -150,8 +150,10 @@ fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
         let flat = slope / se < STALL_T && slope * (STALL_WINDOW as f64) < STALL_MOVE * noise;
         if flat {
             hits.push(end - 1);
-        } else if !hits.is_empty() {
-            break;
+        } else if hits.len() >= 2 {
+            break; // the first stall episode, ended
+        } else {
+            hits.clear(); // one flat window alone is noise: keep looking
         }
         end += STALL_EVERY;
     }
@@ -167,7 +169,7 @@ fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
         Finding::new(
             "REWARD_STALL",
             Severity::Warn,
-            format!("no reward improvement over the last {span} logged points (level {})", num(level)),
+            format!("no reward improvement over {span} logged points, steps {}–{} (level {})", run.steps[at], run.steps[last], num(level)),
             "The run is not learning: check that rewards vary within groups, the learning rate is not tiny, and the reward function can be satisfied; consider stopping to save compute.",
         )
         .at(&run.steps, at, last)
