@@ -29,14 +29,21 @@ export interface Diagnosis {
   ran: string[];
 }
 
-/** What an imported run's manifest tells the doctor about its source (see ts/import/). */
-function sourceHints(reader: RunReader): { resolution?: Record<string, number>; klPerToken?: boolean } {
-  const source = reader.manifest.extra.source as { resolution?: unknown; kl_per_token?: unknown } | undefined;
+/**
+ * What an imported run's manifest (`extra.source`, written by ts/import/) tells the doctor:
+ * the printing resolution of rounded columns (named through `column`, for migrated runs)
+ * and whether `kl_mean` is a sequence-level KL.
+ */
+export function importHints(
+  extra: Record<string, unknown>,
+  column: (name: string) => string = (name) => name,
+): { resolution?: Record<string, number>; klPerToken?: boolean } {
+  const source = extra.source as { resolution?: unknown; kl_per_token?: unknown } | undefined;
   if (!source || typeof source !== 'object') return {};
   const resolution: Record<string, number> = {};
   if (source.resolution && typeof source.resolution === 'object') {
     for (const [k, v] of Object.entries(source.resolution as Record<string, unknown>)) {
-      if (typeof v === 'number' && Number.isFinite(v) && v > 0) resolution[reader.adapter.currentStepColumn(k)] = v;
+      if (typeof v === 'number' && Number.isFinite(v) && v > 0) resolution[column(k)] = v;
     }
   }
   return { resolution, klPerToken: source.kl_per_token === false ? false : undefined };
@@ -56,7 +63,7 @@ export function diagnose(reader: RunReader, options: DiagnoseOptions = {}): Diag
       since: options.since,
       samples: options.samples ?? true,
       renames,
-      ...sourceHints(reader),
+      ...importHints(reader.manifest.extra, (c) => reader.adapter.currentStepColumn(c)),
     }),
   );
   return {

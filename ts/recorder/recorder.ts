@@ -8,6 +8,7 @@ import type { NativeCloseReport } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { SCHEMA_VERSION } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
+import { importHints } from '../doctor/diagnose.js';
 import type { Finding } from '../doctor/finding.js';
 import type { SampleRecord } from '../schema/sample-record.js';
 import type { StepRecord } from '../schema/step-record.js';
@@ -74,17 +75,6 @@ function defaultRunId(): string {
   const p = (n: number) => String(n).padStart(2, '0');
   const stamp = `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`;
   return `run-${stamp}-${randomBytes(3).toString('hex')}`;
-}
-
-/** What an importer recorded for the doctor (manifest `extra.source`, see ts/import/). */
-function importedHints(extra: Record<string, unknown>): { resolution?: Record<string, number>; klPerToken?: boolean } {
-  const source = extra.source as { resolution?: unknown; kl_per_token?: unknown } | undefined;
-  const r = source?.resolution;
-  const resolution =
-    r && typeof r === 'object'
-      ? Object.fromEntries(Object.entries(r as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0))
-      : undefined;
-  return { resolution, klPerToken: source?.kl_per_token === false ? false : undefined };
 }
 
 /** Marks the record bad because reading it threw (a getter or proxy trap). */
@@ -179,7 +169,7 @@ export class Recorder implements CrashHookTarget {
           flushSteps: this.options.flushSteps,
           queueCapacity: this.options.queueCapacity,
           sampleQueueBytes: this.options.sampleQueueBytes,
-          liveDoctor: live ? { minEvery: this.options.doctor.evaluateEvery, ...importedHints(this.options.manifestExtra) } : undefined,
+          liveDoctor: live ? { minEvery: this.options.doctor.evaluateEvery, ...importHints(this.options.manifestExtra) } : undefined,
         }),
     );
     this.native = nativeRecorder;

@@ -73,6 +73,14 @@ pub struct Graded {
     pub flags: Vec<Option<bool>>,
 }
 
+impl Graded {
+    /// Dates `f` from `at` to the episode's last point, with a confidence from `ratio` (≥ 1
+    /// at the threshold) and how many of the episode's points agree.
+    pub fn date(&self, f: crate::finding::Finding, steps: &[i64], at: usize, ratio: f64) -> crate::finding::Finding {
+        f.at(steps, at, self.last).confidence(confidence(ratio, agreement(&self.flags, self.trigger, self.last)))
+    }
+}
+
 /// Grades `xs` from point `from` on: critical when `crit` holds `k` of `n` points, else
 /// warn when `warn` does. `crit` should imply `warn`.
 pub fn graded(xs: &[f64], from: usize, k: usize, n: usize, warn: impl Fn(usize, f64) -> bool, crit: impl Fn(usize, f64) -> bool) -> Option<Graded> {

@@ -6,7 +6,7 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, is_constant, onset, smooth};
+use crate::signal::{baseline, graded, is_constant, onset, smooth};
 
 pub const CLIP: Detector = Detector { name: "clip_fraction", codes: &["CLIP_FRACTION_HIGH"], reads: "clip_fraction", run: run_clip };
 pub const RATIO: Detector = Detector { name: "ratio", codes: &["RATIO_EXPLOSION"], reads: "ratio_p95 (or ratio_mean)", run: run_ratio };
@@ -38,14 +38,12 @@ fn run_clip(run: &RunInput) -> Outcome {
     let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > CLIP_WARN, |_, x| x > CLIP_CRIT) else { return Outcome::Ran(Vec::new()) };
     let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
-    Outcome::Ran(vec![Finding::new(
+    Outcome::Ran(vec![g.date(Finding::new(
         "CLIP_FRACTION_HIGH",
         g.severity,
         format!("clip fraction {} → {} (healthy 0.05–0.2)", num(base.median), num(now)),
         "Policy updates are too large for the trust region: lower the learning rate, use fewer PPO epochs or mini-batches per batch, or check for stale (off-policy) rollouts.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(now / CLIP_WARN, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, now / CLIP_WARN)
     .column(name)
     .evidence("baseline", base.median)
     .evidence("latest (smoothed)", now)])
@@ -67,14 +65,12 @@ fn run_ratio(run: &RunInput) -> Outcome {
     let Some(g) = graded(&s, base.end, 3, 5, |_, x| dev(x) > w, |_, x| dev(x) > c) else { return Outcome::Ran(Vec::new()) };
     let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let peak = (at..=g.last).map(|i| xs[i]).filter(|v| !v.is_nan()).fold(f64::NAN, |a: f64, v| if a.is_nan() || dev(v) > dev(a) { v } else { a });
-    Outcome::Ran(vec![Finding::new(
+    Outcome::Ran(vec![g.date(Finding::new(
         "RATIO_EXPLOSION",
         g.severity,
         format!("{name} {} → {}", num(base.median), num(peak)),
         "The importance ratio left the trust region: the rollouts are off-policy or the update is too large. Check that rollout and trainer weights are in sync, lower the learning rate, and keep dual-clip (c = 3) on.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(dev(peak) / w, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, dev(peak) / w)
     .column(name)
     .evidence("baseline", base.median)
     .evidence("peak", peak)])

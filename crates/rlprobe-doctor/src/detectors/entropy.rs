@@ -4,7 +4,7 @@
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, onset, onset_log, smooth, Graded};
+use crate::signal::{baseline, graded, onset, onset_log, smooth, Graded};
 
 pub const DETECTOR: Detector = Detector {
     name: "entropy",
@@ -55,9 +55,7 @@ fn finding(run: &RunInput, h: &[f64], s: &[f64], base: f64, code: &'static str, 
     let at = if down { onset_log(h, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger) } else { onset(h, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger) };
     let now = crate::signal::last_value(s, g.last);
     let ratio = if down { threshold * base / now.max(1e-12) } else { now / base / threshold };
-    Finding::new(code, g.severity, format!("entropy {} → {} ({}% of its early level)", num(base), num(now), num(100.0 * now / base)), remedy)
-        .at(&run.steps, at, g.last)
-        .confidence(confidence(ratio, agreement(&g.flags, g.trigger, g.last)))
+    g.date(Finding::new(code, g.severity, format!("entropy {} → {} ({}% of its early level)", num(base), num(now), num(100.0 * now / base)), remedy), &run.steps, at, ratio)
         .column("entropy_mean")
         .evidence("baseline", base)
         .evidence("latest (smoothed)", now)

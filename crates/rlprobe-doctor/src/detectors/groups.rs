@@ -7,7 +7,7 @@
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, onset, onset_log, smooth};
+use crate::signal::{baseline, graded, onset, onset_log, smooth};
 
 pub const ZERO_VARIANCE: Detector = Detector {
     name: "zero_variance_groups",
@@ -62,9 +62,7 @@ fn fraction_high(run: &RunInput, name: &'static str, xs: &[f64], code: &'static 
     };
     let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
-    Outcome::Ran(vec![Finding::new(code, g.severity, format!("{}% {what} (early level {}%)", num(100.0 * now), num(100.0 * base.median)), remedy)
-        .at(&run.steps, at, g.last)
-        .confidence(confidence(now / ZV_WARN, agreement(&g.flags, g.trigger, g.last)))
+    Outcome::Ran(vec![g.date(Finding::new(code, g.severity, format!("{}% {what} (early level {}%)", num(100.0 * now), num(100.0 * base.median)), remedy), &run.steps, at, now / ZV_WARN)
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])
@@ -85,9 +83,7 @@ fn std_low(run: &RunInput, name: &'static str, xs: &[f64], code: &'static str, w
     };
     let at = onset_log(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
-    Outcome::Ran(vec![Finding::new(code, g.severity, format!("{what} {} → {}", num(m), num(now)), remedy)
-        .at(&run.steps, at, g.last)
-        .confidence(confidence(STD_WARN * m / now.max(1e-12), agreement(&g.flags, g.trigger, g.last)))
+    Outcome::Ran(vec![g.date(Finding::new(code, g.severity, format!("{what} {} → {}", num(m), num(now)), remedy), &run.steps, at, STD_WARN * m / now.max(1e-12))
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])

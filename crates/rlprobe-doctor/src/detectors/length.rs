@@ -4,7 +4,7 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{EvidenceSample, Finding};
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, onset, onset_log, smooth};
+use crate::signal::{baseline, graded, onset, onset_log, smooth};
 
 pub const LENGTH: Detector = Detector {
     name: "length",
@@ -66,14 +66,12 @@ fn run_length(run: &RunInput) -> Outcome {
     let at = onset_log(len, g.trigger.saturating_sub(LEN_SPAN + 50), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
     let before = crate::signal::last_value(&s, at.saturating_sub(1));
-    let mut f = Finding::new(
+    let mut f = g.date(Finding::new(
         "LENGTH_EXPLOITATION",
         g.severity,
         format!("completion length {} → {} (×{}) without a matching reward gain", num(before), num(now), num(now / before)),
         "Length is being rewarded for itself: use token-level loss normalisation (Dr. GRPO / DAPO), add an overlong penalty, and check the reward model for a length bias.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(now / before / LEN_RATIO, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, now / before / LEN_RATIO)
     .column(name)
     .evidence("before (smoothed)", before)
     .evidence("latest (smoothed)", now);
@@ -97,14 +95,12 @@ fn run_truncation(run: &RunInput) -> Outcome {
     let at = onset(&xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
     let what = if inverted { "of completions end without EOS" } else { "of completions truncated at the length cap" };
-    let mut f = Finding::new(
+    let mut f = g.date(Finding::new(
         "TRUNCATION_COLLAPSE",
         g.severity,
         format!("{}% {what} (early level {}%)", num(100.0 * now), num(100.0 * base.median)),
         "Completions stop terminating: raise the max completion length or add an overlong penalty (DAPO), mask truncated samples from the loss, and look for repetition loops in the longest completions.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(now / TRUNC_WARN, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, now / TRUNC_WARN)
     .column(name)
     .evidence("baseline", base.median)
     .evidence("latest (smoothed)", now);

@@ -6,7 +6,7 @@
 use super::{num, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, onset, smooth};
+use crate::signal::{baseline, graded, onset, smooth};
 
 pub const DETECTOR: Detector = Detector {
     name: "logprob_mismatch",
@@ -53,14 +53,12 @@ fn run(run: &RunInput) -> Outcome {
     };
     let at = onset(&abs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
-    Outcome::Ran(vec![Finding::new(
+    Outcome::Ran(vec![g.date(Finding::new(
         "LOGPROB_MISMATCH",
         g.severity,
         format!("{} {} → {} (rollout engine and trainer disagree)", name.trim_start_matches("extra."), num(base.median), num(now)),
         "Rollout and trainer probabilities diverge: check weight sync after each update, matching dtypes and kernels (bf16 vs fp32 logits), the engine version, and apply truncated importance sampling (TIS) to correct the off-policy gap.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(now / m / WARN, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, now / m / WARN)
     .column(name)
     .evidence("baseline", base.median)
     .evidence("latest (smoothed)", now)])

@@ -4,7 +4,7 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, onset, smooth};
+use crate::signal::{baseline, graded, onset, smooth};
 
 pub const DETECTOR: Detector = Detector { name: "repetition", codes: &["REPETITION_LOOPS"], reads: "repetition_rate", run };
 
@@ -29,14 +29,12 @@ fn run(run: &RunInput) -> Outcome {
     };
     let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
     let now = crate::signal::last_value(&s, g.last);
-    let mut f = Finding::new(
+    let mut f = g.date(Finding::new(
         "REPETITION_LOOPS",
         g.severity,
         format!("repetition rate {} → {}", num(m), num(now)),
         "Completions are looping: add a repetition penalty or a reward term against repeated n-grams, check the sampling temperature (too low loops), and the EOS token handling.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(now / WARN, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, now / WARN)
     .column(name)
     .evidence("baseline", m)
     .evidence("latest (smoothed)", now);

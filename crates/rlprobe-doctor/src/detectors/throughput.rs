@@ -7,7 +7,7 @@ use rlprobe_series::robust::{causal_robust_z, ZOptions};
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, graded, onset, smooth};
+use crate::signal::{baseline, graded, onset, smooth};
 
 pub const DETECTOR: Detector = Detector {
     name: "throughput",
@@ -55,14 +55,12 @@ fn run(run: &RunInput) -> Outcome {
     let now = crate::signal::last_value(&s, g.last).exp();
     let was = m.exp();
     let col = if name == "step_time_s" { "step_time_s" } else { "generation_time_s" };
-    Outcome::Ran(vec![Finding::new(
+    Outcome::Ran(vec![g.date(Finding::new(
         "THROUGHPUT_REGRESSION",
         g.severity,
         format!("step time {}s → {}s (×{}, eval/checkpoint spikes excluded)", num(was), num(now), num(now / was)),
         "Steps are getting slower: look for a memory leak or fragmentation (torch.cuda.memory_stats), growing completions or KV cache, a slower node, or data loading; compare generation and optimization time.",
-    )
-    .at(&run.steps, at, g.last)
-    .confidence(confidence(now / was / WARN, agreement(&g.flags, g.trigger, g.last)))
+    ), &run.steps, at, now / was / WARN)
     .column(col)
     .evidence("baseline s", was)
     .evidence("latest s (rolling median)", now)])
