@@ -2,6 +2,7 @@
  * What does recording cost the training loop?
  *
  *   npm run bench:overhead            (uses the release addon that `npm ci` builds)
+ *   npm run bench:overhead -- --live-doctor
  *
  * 1. ns per `logStep` of a realistic 40-field record, writer thread running: batches of
  *    fresh records (mean per call), single calls (timer cost subtracted) and a cold-cache
@@ -22,7 +23,10 @@ import { Recorder } from '../dist/index.js'; // what users run (built by npm ci)
 import type { StepRecord } from '../dist/index.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlprobe-bench-'));
-const opts = { installHandlers: false, captureEnvironment: false } as const;
+// `-- --live-doctor`: the same figures with live diagnosis on (its thread competes for
+// the cores the training loop uses)
+const liveDoctor = process.argv.includes('--live-doctor');
+const opts = { installHandlers: false, captureEnvironment: false, doctor: { live: liveDoctor } } as const;
 
 /** A GRPO step as a trainer logs it: 33 metrics, 3 components, 3 extras, 8 KL buckets. */
 function makeRecord(step: number): StepRecord {
@@ -124,7 +128,7 @@ function logStepLatency(): void {
   rec.close();
   const line = (s: Float64Array) =>
     `median ${quantile(s, 0.5).toFixed(0)} ns   p90 ${quantile(s, 0.9).toFixed(0)} ns   p99 ${quantile(s, 0.99).toFixed(0)} ns   p99.9 ${quantile(s, 0.999).toFixed(0)} ns`;
-  console.log('\n## logStep, 40-field record, writer thread running');
+  console.log(`\n## logStep, 40-field record, writer thread running${liveDoctor ? ', live doctor on' : ''}`);
   console.log(`  batches of 32 fresh records, 50 µs of work between batches (mean per call): ${line(batched)}`);
   console.log(`  one fresh record at a time, 20 µs of work between calls (timer cost ${timer.toFixed(0)} ns subtracted): ${line(paced)}`);
   console.log(`  back to back over 4096 pre-built records (cold in cache; the writer drains alongside): ${line(burst)}`);
