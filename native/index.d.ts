@@ -250,6 +250,12 @@ export interface NativeSampleFilter {
   stepMax?: number
   reasons?: Array<string>
   group?: string
+  rewardMin?: number
+  rewardMax?: number
+  truncated?: boolean
+  /** Case-insensitive substring of the prompt or the completion. */
+  text?: string
+  sampleId?: string
 }
 
 export interface NativeSampling {

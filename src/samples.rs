@@ -114,6 +114,12 @@ pub struct NativeSampleFilter {
     pub step_max: Option<f64>,
     pub reasons: Option<Vec<String>>,
     pub group: Option<String>,
+    pub reward_min: Option<f64>,
+    pub reward_max: Option<f64>,
+    pub truncated: Option<bool>,
+    /// Case-insensitive substring of the prompt or the completion.
+    pub text: Option<String>,
+    pub sample_id: Option<String>,
 }
 
 #[napi(object)]
@@ -152,6 +158,11 @@ impl NativeSampleCursor {
             step_max: filter.step_max.map(|x| x.floor() as i64),
             reasons: filter.reasons.unwrap_or_default(),
             group: filter.group,
+            reward_min: filter.reward_min,
+            reward_max: filter.reward_max,
+            truncated: filter.truncated,
+            text: filter.text.filter(|t| !t.is_empty()),
+            sample_id: filter.sample_id,
         };
         let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize).map_err(io_err)?;
         Ok(NativeSampleCursor { cursor })

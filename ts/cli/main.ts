@@ -8,6 +8,7 @@ import { DoctorCommand } from './commands/doctor.js';
 import { EventsCommand } from './commands/events.js';
 import { ImportJsonlCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
 import { InfoCommand } from './commands/info.js';
+import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
 import { ScaleBenchCommand } from './commands/scale-bench.js';
 import { WatchCommand } from './commands/watch.js';
@@ -21,6 +22,7 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(InfoCommand);
   cli.register(EventsCommand);
   cli.register(SamplesCommand);
+  cli.register(SampleCommand);
   cli.register(CompactCommand);
   cli.register(DoctorCommand);
   cli.register(WatchCommand);

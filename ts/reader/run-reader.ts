@@ -13,8 +13,9 @@ import { readEventsFile } from './events-file.js';
 import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
 import { RunView } from './run-view.js';
+import { diagnose } from '../doctor/diagnose.js';
 import { parseSampleQuery, streamSampleBatches } from './sample-stream.js';
-import type { SampleQuery } from './sample-stream.js';
+import type { ParsedSampleQuery, SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
 
 /** How the steps are stored right now. */
@@ -144,21 +145,36 @@ export class RunReader {
 
   /**
    * Samples of every rank, streamed one bounded batch at a time (never loaded whole),
-   * filtered in Rust: `{step, stepRange: [from, to], reason, group, rank, columns}`.
+   * filtered in Rust: `{step, stepRange: [from, to], reason, group, rank, rewardMin,
+   * rewardMax, truncated, text, sampleId, aroundFinding, columns}` (`aroundFinding: CODE`
+   * runs the doctor and keeps the steps from that finding's onset to its last step).
    * Order: rank 0 then each rank directory; within one, shards then live parts, each in
    * the order written. Throws RlprobeError RLPROBE_INVALID_QUERY for a bad filter.
    */
   samples(query: SampleQuery = {}): Generator<StoredSampleRecord, void, undefined> {
-    const q = parseSampleQuery(query);
+    const q = this.sampleQuery(query);
     const reader = this;
     return (function* () {
       for (const batch of streamSampleBatches(reader.sampleDirs(q.ranks), q, reader.adapter)) yield* batch;
     })();
   }
 
+  /** Validates a query and narrows `aroundFinding` to that finding's steps. */
+  private sampleQuery(query: SampleQuery): ParsedSampleQuery {
+    const q = parseSampleQuery(query);
+    if (q.aroundFinding === undefined) return q;
+    const found = diagnose(this, { samples: false }).findings;
+    const f = found.find((x) => x.code === q.aroundFinding);
+    if (!f) {
+      const codes = found.map((x) => x.code).join(', ') || 'none';
+      throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter aroundFinding: no ${q.aroundFinding} finding in this run (its findings: ${codes})`);
+    }
+    return { ...q, stepMin: Math.max(q.stepMin ?? f.onset_step, f.onset_step), stepMax: Math.min(q.stepMax ?? f.last_step, f.last_step) };
+  }
+
   /** `samples()` one batch (array) at a time. */
   sampleBatches(query: SampleQuery = {}): Generator<StoredSampleRecord[], void, undefined> {
-    const q = parseSampleQuery(query);
+    const q = this.sampleQuery(query);
     return streamSampleBatches(this.sampleDirs(q.ranks), q, this.adapter);
   }
 

@@ -18,6 +18,17 @@ export const SampleQuerySchema = z.strictObject({
   reason: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
   /** A GRPO group id (integer ids match their string form). */
   group: z.union([z.string(), z.number().int()]).optional(),
+  /** Inclusive `reward_total` bounds (a sample without a reward never matches them). */
+  rewardMin: z.number().optional(),
+  rewardMax: z.number().optional(),
+  /** Only truncated (true) or only terminated (false) completions. */
+  truncated: z.boolean().optional(),
+  /** Case-insensitive substring of the prompt or the completion. */
+  text: z.string().min(1).optional(),
+  /** One sample id (integer ids match their string form). */
+  sampleId: z.union([z.string().min(1), z.number().int()]).optional(),
+  /** The steps of the run's doctor finding with this code, from its onset to its last step. */
+  aroundFinding: z.string().min(1).optional(),
   /** One rank or several (rank 0 is the run directory itself). */
   rank: z.union([z.number().int().min(0), z.array(z.number().int().min(0)).min(1)]).optional(),
   /** Only these columns (e.g. leave out the texts for a fast scan). */
@@ -33,6 +44,12 @@ export interface ParsedSampleQuery {
   stepMax?: number;
   reasons?: string[];
   group?: string;
+  rewardMin?: number;
+  rewardMax?: number;
+  truncated?: boolean;
+  text?: string;
+  sampleId?: string;
+  aroundFinding?: string;
   ranks: ReadonlySet<number> | null;
   columns?: string[];
   batchRows: number;
@@ -65,11 +82,20 @@ export function parseSampleQuery(query: unknown): ParsedSampleQuery {
     stepMin = Math.max(stepMin ?? q.step, q.step);
     stepMax = Math.min(stepMax ?? q.step, q.step);
   }
+  if (q.rewardMin !== undefined && q.rewardMax !== undefined && q.rewardMin > q.rewardMax) {
+    throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter rewardMin: ${q.rewardMin} is above rewardMax ${q.rewardMax}`);
+  }
   return {
     stepMin,
     stepMax,
     reasons: q.reason === undefined ? undefined : Array.isArray(q.reason) ? q.reason : [q.reason],
     group: q.group === undefined ? undefined : String(q.group),
+    rewardMin: q.rewardMin,
+    rewardMax: q.rewardMax,
+    truncated: q.truncated,
+    text: q.text,
+    sampleId: q.sampleId === undefined ? undefined : String(q.sampleId),
+    aroundFinding: q.aroundFinding,
     ranks: q.rank === undefined ? null : new Set(Array.isArray(q.rank) ? q.rank : [q.rank]),
     columns: q.columns,
     batchRows: q.batchRows ?? DEFAULT_BATCH_ROWS,
@@ -82,7 +108,17 @@ export function* streamSampleBatches(
   q: ParsedSampleQuery,
   adapter: ReadAdapter,
 ): Generator<StoredSampleRecord[], void, undefined> {
-  const filter = { stepMin: q.stepMin, stepMax: q.stepMax, reasons: q.reasons, group: q.group };
+  const filter = {
+    stepMin: q.stepMin,
+    stepMax: q.stepMax,
+    reasons: q.reasons,
+    group: q.group,
+    rewardMin: q.rewardMin,
+    rewardMax: q.rewardMax,
+    truncated: q.truncated,
+    text: q.text,
+    sampleId: q.sampleId,
+  };
   if (q.stepMin !== undefined && q.stepMax !== undefined && q.stepMin > q.stepMax) return;
   const columns = q.columns?.map((c) => adapter.physicalSampleColumn(c));
   for (const { rank, dir } of dirs) {

@@ -111,6 +111,24 @@ fn samples_are_written_compacted_into_shards_and_read_with_filters() {
     assert_eq!(rows(&got), 2500, "samples 2 and 6 of each step");
     assert_eq!(got[0].num_columns(), 1, "filter columns are not returned unless asked for");
     assert!(ids(&got).iter().all(|id| id.ends_with("_2") || id.ends_with("_6")));
+
+    // forensics filters: reward range, truncation, text search, one sample by id
+    let f = SampleFilter { step_min: Some(10), step_max: Some(19), reward_min: Some(5.0), reward_max: Some(6.0), ..Default::default() };
+    let got = ids(&read_all(&dir, f, Some(vec!["sample_id".into()])));
+    assert_eq!(got.len(), 20, "rewards 5 and 6 of ten steps");
+    assert!(got.iter().all(|id| id.ends_with("_5") || id.ends_with("_6")));
+    let f = SampleFilter { truncated: Some(true), ..Default::default() };
+    assert_eq!(ids(&read_all(&dir, f, None)).len(), 1250, "sample 0 of each step");
+    let f = SampleFilter { truncated: Some(false), step_min: Some(0), step_max: Some(0), ..Default::default() };
+    assert_eq!(ids(&read_all(&dir, f, None)).len(), 7);
+    let f = SampleFilter { text: Some("ANSWER IS".into()), step_min: Some(3), step_max: Some(3), ..Default::default() };
+    assert_eq!(rows(&read_all(&dir, f, None)), 8, "case-insensitive, in the completion");
+    let f = SampleFilter { text: Some("answer is 5".into()), ..Default::default() };
+    assert_eq!(rows(&read_all(&dir, f, None)), 0);
+    let f = SampleFilter { sample_id: Some("1234_3".into()), ..Default::default() };
+    let got = read_all(&dir, f, None);
+    assert_eq!(ids(&got), vec!["1234_3".to_string()]);
+    assert_eq!(got[0].column_by_name("completion_text").unwrap().as_string::<i32>().value(0), "the answer is 4");
 }
 
 #[test]

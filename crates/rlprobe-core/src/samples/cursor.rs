@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::RowGroupMetaData;
@@ -24,11 +24,18 @@ pub struct SampleFilter {
     /// Keep only these capture reasons (empty: any).
     pub reasons: Vec<String>,
     pub group: Option<String>,
+    /// Inclusive `reward_total` range (a sample without a reward never matches one).
+    pub reward_min: Option<f64>,
+    pub reward_max: Option<f64>,
+    pub truncated: Option<bool>,
+    /// Case-insensitive substring of the prompt or the completion.
+    pub text: Option<String>,
+    pub sample_id: Option<String>,
 }
 
 impl SampleFilter {
     fn filters_rows(&self) -> bool {
-        self.step_min.is_some() || self.step_max.is_some() || !self.reasons.is_empty() || self.group.is_some()
+        !self.columns().is_empty()
     }
 
     fn columns(&self) -> Vec<&'static str> {
@@ -41,6 +48,18 @@ impl SampleFilter {
         }
         if self.group.is_some() {
             c.push("group_id");
+        }
+        if self.reward_min.is_some() || self.reward_max.is_some() {
+            c.push("reward_total");
+        }
+        if self.truncated.is_some() {
+            c.push("truncated");
+        }
+        if self.text.is_some() {
+            c.extend(["prompt_text", "completion_text"]);
+        }
+        if self.sample_id.is_some() {
+            c.push("sample_id");
         }
         c
     }
@@ -185,6 +204,50 @@ impl SampleCursor {
         }
         if let Some(g) = &f.group {
             text_filter("group_id", &|s| s == g)?;
+        }
+        if let Some(id) = &f.sample_id {
+            text_filter("sample_id", &|s| s == id)?;
+        }
+        if f.reward_min.is_some() || f.reward_max.is_some() {
+            match batch.column_by_name("reward_total").filter(|a| a.data_type() != &DataType::Null) {
+                None => keep.fill(false),
+                Some(a) => {
+                    let a = arrow::compute::cast(a, &DataType::Float64).map_err(to_io)?;
+                    let a = a.as_primitive::<Float64Type>();
+                    for (i, k) in keep.iter_mut().enumerate() {
+                        let r = a.value(i);
+                        *k &= a.is_valid(i) && f.reward_min.is_none_or(|m| r >= m) && f.reward_max.is_none_or(|m| r <= m);
+                    }
+                }
+            }
+        }
+        if let Some(want) = f.truncated {
+            match batch.column_by_name("truncated").filter(|a| a.data_type() != &DataType::Null) {
+                None => keep.fill(false),
+                Some(a) => {
+                    let a = arrow::compute::cast(a, &DataType::Boolean).map_err(to_io)?;
+                    let a = a.as_boolean();
+                    for (i, k) in keep.iter_mut().enumerate() {
+                        *k &= a.is_valid(i) && a.value(i) == want;
+                    }
+                }
+            }
+        }
+        if let Some(needle) = &f.text {
+            let needle = needle.to_lowercase();
+            let mut hit = vec![false; n];
+            for name in ["prompt_text", "completion_text"] {
+                let Some(a) = batch.column_by_name(name).filter(|a| a.data_type() != &DataType::Null) else { continue };
+                let a = arrow::compute::cast(a, &DataType::Utf8).map_err(to_io)?;
+                let a = a.as_string::<i32>();
+                for (i, h) in hit.iter_mut().enumerate() {
+                    // only rows still in the running are searched: texts can be 100 KB
+                    *h = *h || (keep[i] && a.is_valid(i) && a.value(i).to_lowercase().contains(&needle));
+                }
+            }
+            for (k, h) in keep.iter_mut().zip(hit) {
+                *k &= h;
+            }
         }
         Ok(BooleanArray::from(keep))
     }
