@@ -80,6 +80,9 @@ export declare function debugPanic(message: string): void
 /** Diagnoses the run in `run_dir` (rank 0's steps and samples). */
 export declare function diagnoseRun(runDir: string, options?: NativeDoctorOptions | undefined | null): NativeDiagnosis
 
+/** `diagnoseRun` on the libuv pool: two runs (probe diff) diagnose side by side. */
+export declare function diagnoseRunAsync(runDir: string, options?: NativeDoctorOptions | undefined | null): Promise<NativeDiagnosis>
+
 /** The detectors and the columns they read. */
 export declare function doctorDetectors(): Array<NativeDetectorInfo>
 

@@ -773,13 +773,14 @@ if (
   }
 }
 
-const { NativeRecorder, NativeSampleCursor, compactSamples, compactSteps, debugPanic, diagnoseRun, doctorDetectors, pushStep, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
+const { NativeRecorder, NativeSampleCursor, compactSamples, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { NativeSampleCursor }
 export { compactSamples }
 export { compactSteps }
 export { debugPanic }
 export { diagnoseRun }
+export { diagnoseRunAsync }
 export { doctorDetectors }
 export { pushStep }
 export { readSteps }

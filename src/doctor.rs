@@ -119,7 +119,36 @@ const MAX_SAMPLES: usize = 2_000_000;
 /// Diagnoses the run in `run_dir` (rank 0's steps and samples).
 #[napi(catch_unwind)]
 pub fn diagnose_run(run_dir: String, options: Option<NativeDoctorOptions>) -> Result<NativeDiagnosis> {
-    let dir = PathBuf::from(run_dir);
+    diagnose_dir(PathBuf::from(run_dir), options)
+}
+
+pub struct DiagnoseTask {
+    dir: PathBuf,
+    options: Option<NativeDoctorOptions>,
+}
+
+impl Task for DiagnoseTask {
+    type Output = NativeDiagnosis;
+    type JsValue = NativeDiagnosis;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        let (dir, options) = (self.dir.clone(), self.options.take());
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| diagnose_dir(dir, options)))
+            .map_err(|p| crate::err("RLPROBE_PANIC", rlprobe_core::writer::panic_message(&p)))?
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        Ok(output)
+    }
+}
+
+/// `diagnoseRun` on the libuv pool: two runs (probe diff) diagnose side by side.
+#[napi(ts_return_type = "Promise<NativeDiagnosis>")]
+pub fn diagnose_run_async(run_dir: String, options: Option<NativeDoctorOptions>) -> AsyncTask<DiagnoseTask> {
+    AsyncTask::new(DiagnoseTask { dir: PathBuf::from(run_dir), options })
+}
+
+fn diagnose_dir(dir: PathBuf, options: Option<NativeDoctorOptions>) -> Result<NativeDiagnosis> {
     let o = options.unwrap_or(NativeDoctorOptions { since: None, resolution: None, kl_per_token: None, samples: None, renames: None });
     // samples decode on another core while the steps are read (they cost about as much)
     let (table, samples) = std::thread::scope(|scope| {

@@ -36,10 +36,11 @@ describe('probe scale-bench', () => {
       'samples: top_k of the whole run (no texts)',
       'samples: 100 steps in full (texts)',
       'probe doctor',
+      'probe diff (the run against itself)',
       'probe watch: catching up',
     ]);
     assert.ok(report.read.duckdb, 'DuckDB (a devDependency) is compared against');
-    for (const x of report.read.timings.filter((t) => !t.surface.startsWith('probe doctor') && !t.surface.startsWith('probe watch'))) {
+    for (const x of report.read.timings.filter((t) => !/^probe (doctor|diff|watch)/.test(t.surface))) {
       assert.ok(x.ms > 0 && x.duckdbMs !== null && x.duckdbMs > 0, JSON.stringify(x));
       assert.ok(Math.abs(x.ratio! - x.ms / x.duckdbMs!) < 1e-9);
     }
@@ -53,7 +54,8 @@ describe('probe scale-bench', () => {
     // the doctor's surfaces have no DuckDB counterpart, and describe the same run
     assert.match(report.read.timings[5].detail, /^\d+ findings, 400 points$/);
     assert.equal(report.read.timings[5].duckdbMs, null);
-    assert.match(report.read.timings[6].detail, /^first look: 400 points, \d+ findings$/);
+    assert.equal(report.read.timings[6].detail, '400 steps × 2, every shared metric');
+    assert.match(report.read.timings[7].detail, /^first look: 400 points, \d+ findings$/);
 
     // text output, and the temporary recording is removed when --out is not given
     const text = await runCli(['scale-bench', '--steps', '50', '--samples-per-step', '2']);

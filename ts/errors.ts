@@ -47,3 +47,12 @@ export function native<T>(call: () => T): T {
     throw foldNativeError(error);
   }
 }
+
+/** Awaits a native async call, rethrowing its error (sync or async) as an RlprobeError. */
+export async function nativeAsync<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw foldNativeError(error);
+  }
+}

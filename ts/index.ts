@@ -20,6 +20,10 @@ export type { Diagnosis, DiagnoseOptions, SkippedDetector } from './doctor/diagn
 export type { EvidenceSample, Finding, Severity } from './doctor/finding.js';
 export { formatDiagnosis, formatFinding } from './doctor/format.js';
 export { RunWatcher } from './doctor/watch.js';
+export { diffRuns } from './diff/run-diff.js';
+export type { RunDiff } from './diff/run-diff.js';
+export type { MetricComparison } from './diff/metric-diff.js';
+export { formatRunDiff } from './diff/format.js';
 export type { HaltAction, TickResult, WatchOptions } from './doctor/watch.js';
 export { importTrl } from './import/trl.js';
 export { importVerl } from './import/verl.js';

@@ -18,6 +18,7 @@ export {
   writeFileAtomic,
   debugPanic,
   diagnoseRun,
+  diagnoseRunAsync,
   doctorDetectors,
 } from '../native/index.js';
 export type {
@@ -32,5 +33,6 @@ export type {
   NativeSampleColumn,
   NativeSampleFiles,
   NativeDiagnosis,
+  NativeDoctorOptions,
   NativeFinding,
 } from '../native/index.js';

@@ -244,7 +244,7 @@ async function openDuckDb(): Promise<{ run: (sql: string) => Promise<number> } |
   }
 }
 
-const SURFACES = 7;
+const SURFACES = 8;
 const SAMPLE_SURFACES = 2;
 
 /** How many read surfaces `readScaleSurface` knows for this run (samples ones need samples). */
@@ -313,6 +313,16 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       },
       sql: null,
       detail: () => `${diagnose(RunReader.open(dir)).findings.length} findings, ${n} points`,
+    },
+    {
+      name: 'probe diff (the run against itself)',
+      ours: async () => {
+        const out = new Sink();
+        await buildCli().run(['diff', dir, dir], { stdout: out, stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 });
+        return out;
+      },
+      sql: null,
+      detail: () => `${n} steps × 2, every shared metric`,
     },
     {
       name: 'probe watch: catching up',

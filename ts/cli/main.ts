@@ -4,6 +4,7 @@ import { Builtins, Cli } from 'clipanion';
 import type { BaseContext } from 'clipanion';
 
 import { CompactCommand } from './commands/compact.js';
+import { DiffCommand } from './commands/diff.js';
 import { DoctorCommand } from './commands/doctor.js';
 import { EventsCommand } from './commands/events.js';
 import { ImportJsonlCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
@@ -26,6 +27,7 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(CompactCommand);
   cli.register(DoctorCommand);
   cli.register(WatchCommand);
+  cli.register(DiffCommand);
   cli.register(ImportTrlCommand);
   cli.register(ImportVerlCommand);
   cli.register(ImportJsonlCommand);

@@ -1,5 +1,6 @@
-import { native } from '../errors.js';
-import { diagnoseRun } from '../native.js';
+import { native, nativeAsync } from '../errors.js';
+import { diagnoseRun, diagnoseRunAsync } from '../native.js';
+import type { NativeDiagnosis, NativeDoctorOptions } from '../native.js';
 import type { RunReader } from '../reader/run-reader.js';
 import { findingOf } from './finding.js';
 import type { Finding } from './finding.js';
@@ -49,8 +50,8 @@ export function importHints(
   return { resolution, klPerToken: source.kl_per_token === false ? false : undefined };
 }
 
-/** Runs every detector over the run (rank 0's steps and samples). */
-export function diagnose(reader: RunReader, options: DiagnoseOptions = {}): Diagnosis {
+/** The native options for `reader` (import hints, renames of a migrated recording). */
+function nativeOptions(reader: RunReader, options: DiagnoseOptions): NativeDoctorOptions {
   const renames: Record<string, string> = {};
   if (reader.adapter.migrated) {
     for (const c of reader.stepColumns()) {
@@ -58,20 +59,25 @@ export function diagnose(reader: RunReader, options: DiagnoseOptions = {}): Diag
       if (physical !== c.name) renames[physical] = c.name;
     }
   }
-  const d = native(() =>
-    diagnoseRun(reader.runDir, {
-      since: options.since,
-      samples: options.samples ?? true,
-      renames,
-      ...importHints(reader.manifest.extra, (c) => reader.adapter.currentStepColumn(c)),
-    }),
-  );
   return {
-    run_dir: reader.runDir,
-    points: d.points,
-    samples: d.samples,
-    findings: d.findings.map(findingOf),
-    skipped: d.skipped,
-    ran: d.ran,
+    since: options.since,
+    samples: options.samples ?? true,
+    renames,
+    ...importHints(reader.manifest.extra, (c) => reader.adapter.currentStepColumn(c)),
   };
+}
+
+function diagnosisOf(reader: RunReader, d: NativeDiagnosis): Diagnosis {
+  return { run_dir: reader.runDir, points: d.points, samples: d.samples, findings: d.findings.map(findingOf), skipped: d.skipped, ran: d.ran };
+}
+
+/** Runs every detector over the run (rank 0's steps and samples). */
+export function diagnose(reader: RunReader, options: DiagnoseOptions = {}): Diagnosis {
+  return diagnosisOf(reader, native(() => diagnoseRun(reader.runDir, nativeOptions(reader, options))));
+}
+
+/** `diagnose` off the JS thread (on the libuv pool): several runs diagnose side by side. */
+export async function diagnoseAsync(reader: RunReader, options: DiagnoseOptions = {}): Promise<Diagnosis> {
+  const opts = nativeOptions(reader, options);
+  return diagnosisOf(reader, await nativeAsync(() => diagnoseRunAsync(reader.runDir, opts)));
 }

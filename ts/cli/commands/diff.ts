@@ -1,0 +1,35 @@
+import { Command, Option } from 'clipanion';
+
+import { formatRunDiff } from '../../diff/format.js';
+import { diffRuns } from '../../diff/run-diff.js';
+import { RunReader } from '../../reader/run-reader.js';
+import { ProbeCommand } from '../base-command.js';
+
+export class DiffCommand extends ProbeCommand {
+  static paths = [['diff']];
+  static usage = Command.Usage({
+    description: 'Compare two runs: config, environment, every shared metric, where they diverge, and findings in one only',
+    details: `
+      Trainer config, environment and run facts as added (+), removed (-) and changed (~) keys.
+      Per metric present in both, on the steps both logged: final, best (by the metric's
+      direction), area under the curve, and the first divergence — the first step where |B − A|
+      stays past 3 σ for 3 points in a row, σ the noise of the difference estimated from past
+      points only. The earliest diverging metric is the lead indicator. Warns when the step axes
+      differ. Then the doctor's findings present in one run and not the other.
+    `,
+    examples: [
+      ['Compare two runs', '$0 diff runs/baseline runs/lr-2x'],
+      ['As JSON', '$0 diff runs/baseline runs/lr-2x --json'],
+    ],
+  });
+
+  a = Option.String({ name: 'runA' });
+  b = Option.String({ name: 'runB' });
+  json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
+
+  async exec(): Promise<number> {
+    const d = await diffRuns(RunReader.open(this.a), RunReader.open(this.b));
+    this.context.stdout.write(this.json ? `${JSON.stringify(d, null, 2)}\n` : `${formatRunDiff(d)}\n`);
+    return 0;
+  }
+}
