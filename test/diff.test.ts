@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { firstDivergence } from '../ts/diff/metric-diff.js';
+import { direction, firstDivergence } from '../ts/diff/metric-diff.js';
 import { diffObjects } from '../ts/diff/object-diff.js';
 import { Recorder, RunReader, diffRuns } from '../ts/index.js';
 import type { RecorderOptions } from '../ts/index.js';
@@ -50,6 +50,16 @@ describe('probe diff', { concurrency: true }, () => {
       { path: 'n.z', kind: 'added', b: null },
     ]);
     assert.deepEqual(diffObjects({ y: [1, 2] }, { y: [2, 1] }), [{ path: 'y', kind: 'changed', a: [1, 2], b: [2, 1] }]);
+  });
+
+  test('best follows the metric: higher rewards and accuracies, lower losses and KL, none for spreads or entropy', () => {
+    const dirs = Object.fromEntries(
+      ['reward_mean', 'reward_component.format', 'extra.val/acc', 'value_explained_variance', 'loss', 'kl_mean', 'step_time_s', 'reward_std', 'entropy_mean', 'grad_norm'].map((n) => [n, direction(n)]),
+    );
+    assert.deepEqual(dirs, {
+      reward_mean: 'higher', 'reward_component.format': 'higher', 'extra.val/acc': 'higher', value_explained_variance: 'higher',
+      loss: 'lower', kl_mean: 'lower', step_time_s: 'lower', reward_std: null, entropy_mean: null, grad_norm: null,
+    });
   });
 
   test('first divergence: 3 σ for 3 points in a row, σ from past points only', () => {

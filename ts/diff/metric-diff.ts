@@ -3,10 +3,14 @@
  * under the curve, and where the two first diverge.
  */
 
-/** Whether higher values of a metric are better (null: no direction, e.g. entropy). */
+/**
+ * Whether higher values of a metric are better, from its name (null: no better direction,
+ * e.g. entropy, grad norm, clip fraction or a reward's spread).
+ */
 export function direction(name: string): 'higher' | 'lower' | null {
   const n = name.toLowerCase();
-  if (/loss|kl|nan_count|inf_count|truncation|max_len_hit|repetition|_time_s|zero_frac|zero_variance|clip_fraction|grad_norm|mismatch|diff/.test(n)) return 'lower';
+  if (/loss|kl|nan_count|inf_count|truncation|max_len_hit|repetition|_time_s|zero_frac|zero_variance|mismatch|probs_diff/.test(n)) return 'lower';
+  if (/std|var$|variance_/.test(n) && !/explained_variance/.test(n)) return null;
   if (/reward|acc|score|explained_variance|eos_rate|pass|success|tokens_per_s/.test(n)) return 'higher';
   return null;
 }
