@@ -251,6 +251,8 @@ export interface NativeSampleFiles {
 export interface NativeSampleFilter {
   stepMin?: number
   stepMax?: number
+  /** Only these steps (read in one pass). */
+  steps?: Array<number>
   reasons?: Array<string>
   group?: string
   rewardMin?: number

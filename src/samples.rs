@@ -112,6 +112,8 @@ pub fn sample_files(run_dir: String) -> Result<NativeSampleFiles> {
 pub struct NativeSampleFilter {
     pub step_min: Option<f64>,
     pub step_max: Option<f64>,
+    /// Only these steps (read in one pass).
+    pub steps: Option<Vec<f64>>,
     pub reasons: Option<Vec<String>>,
     pub group: Option<String>,
     pub reward_min: Option<f64>,
@@ -163,6 +165,11 @@ impl NativeSampleCursor {
             truncated: filter.truncated,
             text: filter.text.filter(|t| !t.is_empty()),
             sample_id: filter.sample_id,
+            steps: None,
+        };
+        let f = match filter.steps {
+            Some(steps) => f.with_steps(steps.into_iter().map(|s| s as i64)),
+            None => f,
         };
         let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize).map_err(io_err)?;
         Ok(NativeSampleCursor { cursor })

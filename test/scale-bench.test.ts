@@ -37,10 +37,11 @@ describe('probe scale-bench', () => {
       'samples: 100 steps in full (texts)',
       'probe doctor',
       'probe diff (the run against itself)',
+      'probe report (HTML, without the browser)',
       'probe watch: catching up',
     ]);
     assert.ok(report.read.duckdb, 'DuckDB (a devDependency) is compared against');
-    for (const x of report.read.timings.filter((t) => !/^probe (doctor|diff|watch)/.test(t.surface))) {
+    for (const x of report.read.timings.filter((t) => !/^probe (doctor|diff|report|watch)/.test(t.surface))) {
       assert.ok(x.ms > 0 && x.duckdbMs !== null && x.duckdbMs > 0, JSON.stringify(x));
       assert.ok(Math.abs(x.ratio! - x.ms / x.duckdbMs!) < 1e-9);
     }
@@ -55,7 +56,8 @@ describe('probe scale-bench', () => {
     assert.match(report.read.timings[5].detail, /^\d+ findings, 400 points$/);
     assert.equal(report.read.timings[5].duckdbMs, null);
     assert.equal(report.read.timings[6].detail, '400 steps × 2, every shared metric');
-    assert.match(report.read.timings[7].detail, /^first look: 400 points, \d+ findings$/);
+    assert.match(report.read.timings[7].detail, /^400 steps, \d+ KiB of HTML$/);
+    assert.match(report.read.timings[8].detail, /^first look: 400 points, \d+ findings$/);
 
     // text output, and the temporary recording is removed when --out is not given
     const text = await runCli(['scale-bench', '--steps', '50', '--samples-per-step', '2']);

@@ -7,7 +7,8 @@
  * the write phase's (maxRSS only grows).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 
@@ -244,7 +245,7 @@ async function openDuckDb(): Promise<{ run: (sql: string) => Promise<number> } |
   }
 }
 
-const SURFACES = 8;
+const SURFACES = 9;
 const SAMPLE_SURFACES = 2;
 
 /** How many read surfaces `readScaleSurface` knows for this run (samples ones need samples). */
@@ -323,6 +324,21 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       },
       sql: null,
       detail: () => `${n} steps × 2, every shared metric`,
+    },
+    {
+      name: 'probe report (HTML, without the browser)',
+      ours: async () => {
+        const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-report-')), 'report.html');
+        try {
+          const code = await buildCli().run(['report', dir, '--out', out], { stdout: new Sink(), stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 });
+          if (code !== 0) throw new Error(`probe report exited ${code}`);
+          return statSync(out).size;
+        } finally {
+          rmSync(path.dirname(out), { recursive: true, force: true });
+        }
+      },
+      sql: null,
+      detail: (size) => `${n} steps, ${((size as number) / 1024).toFixed(0)} KiB of HTML`,
     },
     {
       name: 'probe watch: catching up',

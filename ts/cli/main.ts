@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-
 import { Builtins, Cli } from 'clipanion';
 import type { BaseContext } from 'clipanion';
 
@@ -9,15 +7,15 @@ import { DoctorCommand } from './commands/doctor.js';
 import { EventsCommand } from './commands/events.js';
 import { ImportJsonlCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
 import { InfoCommand } from './commands/info.js';
+import { ReportCommand } from './commands/report.js';
 import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
 import { ScaleBenchCommand } from './commands/scale-bench.js';
 import { WatchCommand } from './commands/watch.js';
-
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+import { VERSION } from '../version.js';
 
 export function buildCli(): Cli<BaseContext> {
-  const cli = new Cli({ binaryName: 'probe', binaryLabel: 'rlprobe', binaryVersion: pkg.version });
+  const cli = new Cli({ binaryName: 'probe', binaryLabel: 'rlprobe', binaryVersion: VERSION });
   cli.register(Builtins.HelpCommand);
   cli.register(Builtins.VersionCommand);
   cli.register(InfoCommand);
@@ -28,6 +26,7 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(DoctorCommand);
   cli.register(WatchCommand);
   cli.register(DiffCommand);
+  cli.register(ReportCommand);
   cli.register(ImportTrlCommand);
   cli.register(ImportVerlCommand);
   cli.register(ImportJsonlCommand);

@@ -1,6 +1,7 @@
 import { diagnoseAsync } from '../doctor/diagnose.js';
 import type { Finding } from '../doctor/finding.js';
 import type { RunReader } from '../reader/run-reader.js';
+import type { RunView } from '../reader/run-view.js';
 import { compareMetric } from './metric-diff.js';
 import type { MetricComparison } from './metric-diff.js';
 import { diffObjects } from './object-diff.js';
@@ -25,9 +26,20 @@ export interface RunDiff {
   findings: { only_in_a: Finding[]; only_in_b: Finding[] };
 }
 
+/** What a caller (the report) already has of the runs, so they are not read twice. */
+export interface DiffReuse {
+  /** Run A's findings, or their promise, from a diagnosis with `samples` as below. */
+  findingsA?: Finding[] | Promise<Finding[]>;
+  /** Whether A's findings read samples: B is diagnosed the same way, or a sample-based sign
+   *  would read as "only in A" (false). */
+  samples?: boolean;
+  viewA?: RunView;
+  viewB?: RunView;
+}
+
 const BOOKKEEPING = new Set(['step', 'timestamp', 'rank']);
 
-interface Alignment {
+export interface Alignment {
   steps: Float64Array;
   /** Positions in A and B of each common step; null when a run's steps are the common ones, in order. */
   ia: Int32Array | null;
@@ -35,7 +47,7 @@ interface Alignment {
 }
 
 /** The steps both runs have, ascending, and where each sits in A and B. */
-function align(a: Float64Array, b: Float64Array): Alignment {
+export function align(a: Float64Array, b: Float64Array): Alignment {
   const ascending = (s: Float64Array) => s.every((x, i) => i === 0 || x > s[i - 1]);
   if (a.length === b.length && ascending(a) && a.every((x, i) => x === b[i])) return { steps: a, ia: null, ib: null };
   const posB = new Map<number, number>();
@@ -55,7 +67,7 @@ function align(a: Float64Array, b: Float64Array): Alignment {
 }
 
 /** `xs` at positions `at` (xs itself when at is null). */
-function gather(xs: Float64Array, at: Int32Array | null): Float64Array {
+export function gather(xs: Float64Array, at: Int32Array | null): Float64Array {
   if (at === null) return xs;
   const out = new Float64Array(at.length);
   for (let k = 0; k < at.length; k++) out[k] = xs[at[k]];
@@ -67,17 +79,19 @@ function gather(xs: Float64Array, at: Int32Array | null): Float64Array {
  * have on the steps both logged, and the doctor's findings of each (both diagnosed on the
  * libuv pool while the steps are compared here).
  */
-export async function diffRuns(a: RunReader, b: RunReader): Promise<RunDiff> {
+export async function diffRuns(a: RunReader, b: RunReader, reuse: DiffReuse = {}): Promise<RunDiff> {
   // the doctor without samples: findings, not their evidence, are what is compared
-  const findings = Promise.all([diagnoseAsync(a, { samples: false }), diagnoseAsync(b, { samples: false })]);
+  const samples = reuse.findingsA !== undefined && reuse.samples === true;
+  const findingsOf = async (r: RunReader, known?: Finding[] | Promise<Finding[]>) => (known ? { findings: await known } : diagnoseAsync(r, { samples }));
+  const findings = Promise.all([findingsOf(a, reuse.findingsA), findingsOf(b)]);
   const pick = (r: RunReader) => ({
     algorithm: r.manifest.algorithm,
     model_name: r.manifest.model_name ?? null,
     world_size: r.manifest.world_size,
     schema_version: r.manifest.schema_version,
   });
-  const va = a.view();
-  const vb = b.view();
+  const va = reuse.viewA ?? a.view();
+  const vb = reuse.viewB ?? b.view();
   const common = align(va.steps, vb.steps);
   const warnings: string[] = [];
   if (common.steps.length !== va.length || common.steps.length !== vb.length) {

@@ -14,7 +14,7 @@ import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
 import { RunView } from './run-view.js';
 import { diagnose } from '../doctor/diagnose.js';
-import { parseSampleQuery, streamSampleBatches } from './sample-stream.js';
+import { parseSampleQuery, sampledStepsOf, streamSampleBatches } from './sample-stream.js';
 import type { ParsedSampleQuery, SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
 
@@ -145,7 +145,7 @@ export class RunReader {
 
   /**
    * Samples of every rank, streamed one bounded batch at a time (never loaded whole),
-   * filtered in Rust: `{step, stepRange: [from, to], reason, group, rank, rewardMin,
+   * filtered in Rust: `{step, stepRange: [from, to], steps: [s1, s2…], reason, group, rank, rewardMin,
    * rewardMax, truncated, text, sampleId, aroundFinding, columns}` (`aroundFinding: CODE`
    * runs the doctor and keeps the steps from that finding's onset to its last step).
    * Order: rank 0 then each rank directory; within one, shards then live parts, each in
@@ -176,6 +176,11 @@ export class RunReader {
   sampleBatches(query: SampleQuery = {}): Generator<StoredSampleRecord[], void, undefined> {
     const q = this.sampleQuery(query);
     return streamSampleBatches(this.sampleDirs(q.ranks), q, this.adapter);
+  }
+
+  /** The steps that hold samples (every rank), ascending: only the step column is read. */
+  sampledSteps(): number[] {
+    return sampledStepsOf(this.sampleDirs(null), this.adapter);
   }
 
   /** The files holding samples, every rank, with footer row counts. */

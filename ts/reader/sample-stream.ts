@@ -14,6 +14,8 @@ export const SampleQuerySchema = z.strictObject({
   step: step.optional(),
   /** Inclusive `[from, to]`. */
   stepRange: z.tuple([step, step]).optional(),
+  /** Only these steps, read in one pass (a report's chosen steps). */
+  steps: z.array(step).min(1).optional(),
   /** `top_k`, `bottom_k`, `random`, `all` (or any reason a caller gave), or several. */
   reason: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
   /** A GRPO group id (integer ids match their string form). */
@@ -42,6 +44,7 @@ export type SampleQuery = z.input<typeof SampleQuerySchema>;
 export interface ParsedSampleQuery {
   stepMin?: number;
   stepMax?: number;
+  steps?: number[];
   reasons?: string[];
   group?: string;
   rewardMin?: number;
@@ -88,6 +91,7 @@ export function parseSampleQuery(query: unknown): ParsedSampleQuery {
   return {
     stepMin,
     stepMax,
+    steps: q.steps,
     reasons: q.reason === undefined ? undefined : Array.isArray(q.reason) ? q.reason : [q.reason],
     group: q.group === undefined ? undefined : String(q.group),
     rewardMin: q.rewardMin,
@@ -111,6 +115,7 @@ export function* streamSampleBatches(
   const filter = {
     stepMin: q.stepMin,
     stepMax: q.stepMax,
+    steps: q.steps,
     reasons: q.reasons,
     group: q.group,
     rewardMin: q.rewardMin,
@@ -130,4 +135,33 @@ export function* streamSampleBatches(
       yield sampleRowsOf(batch, rank);
     }
   }
+}
+
+/**
+ * The distinct steps holding samples in `dirs`, ascending. Reads the step column alone as
+ * raw numbers (no record per sample), so a million samples cost a few milliseconds.
+ */
+export function sampledStepsOf(dirs: ReadonlyArray<{ rank: number; dir: string }>, adapter: ReadAdapter): number[] {
+  const column = adapter.physicalSampleColumn('step');
+  // samples arrive grouped by step: keep each run of equal steps once, then sort and dedupe
+  const runs: number[] = [];
+  for (const { dir } of dirs) {
+    const cursor = native(() => new NativeSampleCursor(dir, {}, [column], 65_536));
+    for (;;) {
+      const batch = native(() => cursor.next());
+      if (batch === null || batch === undefined) break;
+      const col = batch.columns.find((c) => c.name === column);
+      const values = col?.values;
+      if (!values) continue;
+      let prev = NaN;
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        if (v !== prev && (!col.valid || col.valid[i])) runs.push((prev = v));
+      }
+    }
+  }
+  const sorted = Float64Array.from(runs).sort();
+  const out: number[] = [];
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) out.push(sorted[i]);
+  return out;
 }

@@ -4,6 +4,8 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
+import { VERSION } from '../version.js';
+
 /** Packages whose versions help attribute a run, when the training script can resolve them. */
 const INTERESTING_PACKAGES = [
   'rlprobe',
@@ -47,14 +49,7 @@ function packageVersions(): Record<string, string> {
       // not installed, or exports do not expose package.json: skipped
     }
   }
-  if (!out.rlprobe) {
-    try {
-      const own = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
-      if (own.version) out.rlprobe = own.version;
-    } catch {
-      // skipped
-    }
-  }
+  if (!out.rlprobe && VERSION !== 'unknown') out.rlprobe = VERSION;
   return out;
 }
 

@@ -7,6 +7,7 @@
 //! - `table`: columnar buffers shared by writer, reader and binding
 //! - `props`: the single factory of Parquet writer properties
 //! - `parquet_io`, `atomic`, `layout`: files on disk
+//! - `footer_cache`: parsed Parquet footers, reused across reads
 //! - `steps_files`: which files hold a run's steps (reads each step once)
 //! - `compact`: atomic, crash-safe compaction of part files
 //! - `events`: the append-only events.jsonl
@@ -17,6 +18,7 @@ pub mod atomic;
 pub mod compact;
 pub mod encoding;
 pub mod events;
+pub mod footer_cache;
 pub mod layout;
 pub mod parquet_io;
 pub mod props;

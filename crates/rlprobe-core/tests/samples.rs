@@ -125,6 +125,19 @@ fn samples_are_written_compacted_into_shards_and_read_with_filters() {
     assert_eq!(rows(&read_all(&dir, f, None)), 8, "case-insensitive, in the completion");
     let f = SampleFilter { text: Some("answer is 5".into()), ..Default::default() };
     assert_eq!(rows(&read_all(&dir, f, None)), 0);
+    // a set of steps in one pass: only row groups holding a listed step are read
+    let f = SampleFilter::default().with_steps([1200, 7, 1234, 7]);
+    let mut cursor = SampleCursor::open(&dir, f, Some(vec!["step".into()]), 1000).unwrap();
+    let mut seen = Vec::new();
+    while let Some(b) = cursor.next_batch().unwrap() {
+        seen.extend(b.column_by_name("step").unwrap().as_primitive::<Int64Type>().values().iter().copied());
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [[7; 8], [1200; 8], [1234; 8]].concat());
+    // shards hold steps 0–511, 512–1023 and 1024–1249: the middle one holds no listed step
+    assert_eq!(cursor.row_groups_skipped, 1, "row groups without a listed step are skipped");
+    let f = SampleFilter { step_min: Some(1000), ..Default::default() }.with_steps([7, 1234]);
+    assert_eq!(rows(&read_all(&dir, f, None)), 8, "a step set combines with a range");
     let f = SampleFilter { sample_id: Some("1234_3".into()), ..Default::default() };
     let got = read_all(&dir, f, None);
     assert_eq!(ids(&got), vec!["1234_3".to_string()]);

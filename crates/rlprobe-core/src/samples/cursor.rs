@@ -14,6 +14,7 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use super::files::{open_sample_sources, SampleFile};
+use crate::footer_cache::arrow_metadata;
 use crate::parquet_io::{column_indices, to_io};
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -21,6 +22,8 @@ pub struct SampleFilter {
     /// Inclusive step range.
     pub step_min: Option<i64>,
     pub step_max: Option<i64>,
+    /// Only these steps (sorted, no duplicates: see `with_steps`); None: any.
+    pub steps: Option<Vec<i64>>,
     /// Keep only these capture reasons (empty: any).
     pub reasons: Vec<String>,
     pub group: Option<String>,
@@ -34,13 +37,22 @@ pub struct SampleFilter {
 }
 
 impl SampleFilter {
+    /// Restricts the filter to a set of steps (read in one pass instead of one per step).
+    pub fn with_steps(mut self, steps: impl IntoIterator<Item = i64>) -> Self {
+        let mut v: Vec<i64> = steps.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        self.steps = Some(v);
+        self
+    }
+
     fn filters_rows(&self) -> bool {
         !self.columns().is_empty()
     }
 
     fn columns(&self) -> Vec<&'static str> {
         let mut c = Vec::new();
-        if self.step_min.is_some() || self.step_max.is_some() {
+        if self.step_min.is_some() || self.step_max.is_some() || self.steps.is_some() {
             c.push("step");
         }
         if !self.reasons.is_empty() {
@@ -65,7 +77,9 @@ impl SampleFilter {
     }
 
     fn step_in(&self, s: i64) -> bool {
-        self.step_min.is_none_or(|m| s >= m) && self.step_max.is_none_or(|m| s <= m)
+        self.step_min.is_none_or(|m| s >= m)
+            && self.step_max.is_none_or(|m| s <= m)
+            && self.steps.as_ref().is_none_or(|set| set.binary_search(&s).is_ok())
     }
 
     /// False when the row group's statistics prove no row can match the step range.
@@ -82,7 +96,9 @@ impl SampleFilter {
             },
             _ => return true,
         };
-        self.step_min.is_none_or(|m| hi >= m) && self.step_max.is_none_or(|m| lo <= m)
+        // with a step set: some listed step must fall inside [lo, hi]
+        let listed = self.steps.as_ref().is_none_or(|set| set.get(set.partition_point(|&s| s < lo)).is_some_and(|&s| s <= hi));
+        self.step_min.is_none_or(|m| hi >= m) && self.step_max.is_none_or(|m| lo <= m) && listed
     }
 }
 
@@ -133,9 +149,8 @@ impl SampleCursor {
     }
 
     fn open_file(&mut self, f: &SampleFile) -> io::Result<Option<ParquetRecordBatchReader>> {
-        let b = ParquetRecordBatchReaderBuilder::try_new(f.file.try_clone()?)
-            .map_err(|e| io::Error::other(format!("{}: {e}", f.path.display())))?
-            .with_batch_size(self.batch_rows);
+        let meta = arrow_metadata(&f.path, &f.file)?;
+        let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f.file.try_clone()?, meta).with_batch_size(self.batch_rows);
         let meta = b.metadata().clone();
         let parquet_schema = b.parquet_schema();
         let step_leaf = parquet_schema.columns().iter().position(|c| c.path().string() == "step");
@@ -174,7 +189,7 @@ impl SampleCursor {
         let n = batch.num_rows();
         let mut keep = vec![true; n];
         let f = &self.filter;
-        if f.step_min.is_some() || f.step_max.is_some() {
+        if f.step_min.is_some() || f.step_max.is_some() || f.steps.is_some() {
             match batch.column_by_name("step").filter(|a| a.data_type() != &DataType::Null) {
                 None => keep.fill(false),
                 Some(a) => {

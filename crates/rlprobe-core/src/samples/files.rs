@@ -17,7 +17,7 @@ use crate::layout::{
     list_parts, list_shards, part_index, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS,
     META_NEXT_PART, SAMPLES_DIR,
 };
-use crate::parquet_io::footer_metadata_of;
+use crate::footer_cache::arrow_metadata;
 use crate::steps_files::parse_name_list;
 
 pub struct SampleFile {
@@ -74,7 +74,9 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
             ShardInfo { index, path, file, compaction: None, absorbed: HashSet::new(), next_part: 0 };
         let mut id = None;
         let mut count = None;
-        for (k, v) in footer_metadata_of(info.file.try_clone()?)? {
+        let meta = arrow_metadata(&info.path, &info.file)?;
+        let kv = meta.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+        for (k, v) in kv.into_iter().map(|k| (k.key, k.value.unwrap_or_default())) {
             match k.as_str() {
                 META_COMPACTION => id = Some(v),
                 META_COMPACTION_SHARDS => count = v.trim().parse::<u64>().ok(),

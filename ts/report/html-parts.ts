@@ -1,0 +1,67 @@
+/** Small HTML builders the report's sections share: escaping, numbers, tables, samples. */
+import type { StoredSampleRecord } from '../schema/sample-record.js';
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Text as HTML (element content or a quoted attribute). */
+export function esc(v: unknown): string {
+  return String(v).replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+/** A number as a person reads it: 4 significant digits, exponent when tiny or huge. */
+export function num(x: number | null | undefined): string {
+  if (x === null || x === undefined) return '—';
+  if (!Number.isFinite(x)) return String(x);
+  if (Number.isInteger(x) && Math.abs(x) < 1e9) return String(x);
+  const a = Math.abs(x);
+  return a !== 0 && (a < 1e-3 || a >= 1e6) ? x.toExponential(3).replace(/\.?0+e/, 'e') : String(Number(x.toPrecision(4)));
+}
+
+/** A `<table>` from a header and rows of cell HTML (already escaped). */
+export function table(header: string[], rows: string[][], cls = ''): string {
+  const head = `<tr>${header.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>`;
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
+  return `<table${cls ? ` class="${cls}"` : ''}><thead>${head}</thead><tbody>${body}</tbody></table>`;
+}
+
+/** A JSON-like value as an indented, escaped block (or a note when empty). */
+export function jsonBlock(v: unknown, empty: string): string {
+  const isEmpty = v === null || v === undefined || (typeof v === 'object' && Object.keys(v as object).length === 0);
+  return isEmpty ? `<p class="muted">${esc(empty)}</p>` : `<pre class="json">${esc(JSON.stringify(v, null, 2))}</pre>`;
+}
+
+function chip(label: string, value: string, cls = ''): string {
+  return `<span class="chip${cls ? ` ${cls}` : ''}"><b>${esc(label)}</b> ${value}</span>`;
+}
+
+/**
+ * One sample: its figures as chips, the full prompt and completion behind a disclosure
+ * (never cut: this is where a person reads what the policy actually wrote).
+ */
+export function sampleCard(s: StoredSampleRecord, why?: string): string {
+  const chips = [
+    chip('step', esc(s.step)),
+    chip('id', esc(s.sample_id)),
+    s.capture_reason ? chip('reason', esc(s.capture_reason), `reason-${esc(s.capture_reason)}`) : '',
+    chip('reward', esc(num(s.reward_total))),
+    s.advantage !== undefined ? chip('adv', esc(num(s.advantage))) : '',
+    s.completion_len !== undefined ? chip('len', esc(num(s.completion_len))) : '',
+    s.truncated !== undefined ? chip('truncated', s.truncated ? 'yes' : 'no', s.truncated ? 'bad' : '') : '',
+    s.group_id !== undefined ? chip('group', esc(s.group_id)) : '',
+    s.rank ? chip('rank', esc(s.rank)) : '',
+    s.kl_contribution !== undefined ? chip('kl', esc(num(s.kl_contribution))) : '',
+    s.logprob_mean !== undefined ? chip('logprob', esc(num(s.logprob_mean))) : '',
+  ].join('');
+  const components = Object.entries(s.reward_components ?? {});
+  const extras = Object.entries(s.extra ?? {});
+  const figures = [...components.map(([k, v]) => chip(k, esc(num(v)), 'component')), ...extras.map(([k, v]) => chip(k, esc(num(v)), 'extra'))].join('');
+  const text = (label: string, t: string | undefined) =>
+    t === undefined ? '' : `<div class="text-label">${esc(label)} <span class="muted">(${t.length.toLocaleString('en-US')} chars)</span></div><pre class="text">${esc(t)}</pre>`;
+  const hasText = s.prompt_text !== undefined || s.completion_text !== undefined;
+  return (
+    `<div class="sample">${why ? `<div class="why">${esc(why)}</div>` : ''}<div class="chips">${chips}</div>` +
+    (figures ? `<div class="chips">${figures}</div>` : '') +
+    (hasText ? `<details class="texts"><summary>prompt and completion</summary>${text('prompt', s.prompt_text)}${text('completion', s.completion_text)}</details>` : '') +
+    `</div>`
+  );
+}
