@@ -155,6 +155,9 @@ describe('report', { concurrency: true }, () => {
     for (const c of data.charts) for (const v of c.values) assert.equal(v.length, STEPS);
     assert.equal(html.match(/class="chart" data-chart=/g)?.length, r.charts.length);
     assert.ok(html.includes('id="finding-0"'));
+    const trunc = r.diagnosis.findings.findIndex((f) => f.code === 'TRUNCATION_COLLAPSE');
+    const block = html.slice(html.indexOf(`id="finding-${trunc}"`), html.indexOf('</details>', html.indexOf(`id="finding-${trunc}"`)));
+    assert.match(block, /Marked on: .*<a href="#chart-lengths">Lengths and truncation<\/a>/);
     assert.match(html, /<h3>Step 300<\/h3>/);
     assert.match(html, /class="timeline"/);
     assert.ok(html.includes('&quot;beta&quot;: 0.04'), 'trainer config shown');

@@ -84,10 +84,12 @@ function findingBlock(f: Finding, i: number, r: RunReport): string {
   });
   const cause = f.root_cause ? r.diagnosis.findings.findIndex((x) => x.code === f.root_cause) : -1;
   const rootCause = f.root_cause ? `<p>A consequence of ${cause >= 0 ? `<a href="#finding-${cause}">${esc(f.root_cause)}</a>` : esc(f.root_cause)}.</p>` : '';
+  const charts = r.charts.filter((c) => c.marks.some((m) => m.target === `finding-${i}`));
+  const shownOn = charts.length ? `<p class="muted">Marked on: ${charts.map((c) => `<a href="#chart-${esc(c.id)}">${esc(c.title)}</a>`).join(', ')}</p>` : '';
   return (
     `<details class="finding sev-${f.severity}" id="finding-${i}"><summary><span class="sev">${esc(f.severity)}</span> <b>${esc(f.code)}</b> ` +
     `from step ${esc(f.onset_step)} to ${esc(f.last_step)} · confidence ${esc(num(f.confidence))}<div class="message">${esc(f.message)}</div></summary>` +
-    `<p class="remedy"><b>Remedy:</b> ${esc(f.remedy)}</p>${rootCause}<p class="muted">Columns: ${esc(f.columns.join(', ') || '—')}</p>${evidence}` +
+    `<p class="remedy"><b>Remedy:</b> ${esc(f.remedy)}</p>${rootCause}<p class="muted">Columns: ${esc(f.columns.join(', ') || '—')}</p>${shownOn}${evidence}` +
     `<h4>Evidence samples (${f.samples.length})</h4>${samples.length ? samples.join('') : '<p class="muted">None: this finding reads the step series only, or the run has no samples at those steps.</p>'}` +
     `</details>`
   );
