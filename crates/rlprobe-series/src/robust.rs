@@ -62,28 +62,27 @@ impl Default for ZOptions {
 /// `window` present points before i. NaN where x_i is missing or the window is too short.
 /// A flat window (MAD 0) falls back to the mean absolute deviation (× 1.2533, also a σ
 /// estimate); if that is 0 too, an equal point scores 0 and any other ±∞.
+///
+/// The window is kept sorted (O(window) per point, no copy): the median is read off it, and
+/// the MAD is the middle of the absolute deviations, which are two sorted runs (below and
+/// above the median) merged from the median outwards. Same values as selecting on a copy.
 pub fn causal_robust_z(xs: &[f64], o: ZOptions) -> Vec<f64> {
-    let vals: Vec<f64> = xs
-        .iter()
-        .map(|&x| if o.log_scale { if x > 0.0 { x.ln() } else { f64::NAN } } else { x })
-        .collect();
     let mut out = vec![f64::NAN; xs.len()];
-    // the trailing window of present values, oldest first
-    let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::with_capacity(o.window + 1);
-    let mut scratch = Vec::with_capacity(o.window);
-    for (i, &x) in vals.iter().enumerate() {
-        if !x.is_nan() && window.len() >= o.min_points.max(1) {
-            scratch.clear();
-            scratch.extend(window.iter().copied());
-            let med = median_in_place(&mut scratch).unwrap();
-            for v in scratch.iter_mut() {
-                *v = (*v - med).abs();
-            }
-            let spread = median_in_place(&mut scratch).unwrap() * MAD_TO_SIGMA;
+    // the trailing window of present values: oldest first, and sorted
+    let mut fifo: std::collections::VecDeque<f64> = std::collections::VecDeque::with_capacity(o.window + 1);
+    let mut sorted: Vec<f64> = Vec::with_capacity(o.window + 1);
+    for (i, &raw) in xs.iter().enumerate() {
+        let x = if o.log_scale { if raw > 0.0 { raw.ln() } else { f64::NAN } } else { raw };
+        if x.is_nan() {
+            continue;
+        }
+        if sorted.len() >= o.min_points.max(1) {
+            let (med, mad) = sorted_median_mad(&sorted);
+            let spread = mad * MAD_TO_SIGMA;
             let scale = if spread > 0.0 {
                 spread
             } else {
-                scratch.iter().sum::<f64>() / scratch.len() as f64 * 1.2533
+                sorted.iter().map(|v| (v - med).abs()).sum::<f64>() / sorted.len() as f64 * 1.2533
             };
             out[i] = if scale > 0.0 {
                 (x - med) / scale
@@ -93,19 +92,112 @@ pub fn causal_robust_z(xs: &[f64], o: ZOptions) -> Vec<f64> {
                 f64::INFINITY.copysign(x - med)
             };
         }
-        if !x.is_nan() {
-            window.push_back(x);
-            if window.len() > o.window {
-                window.pop_front();
-            }
+        fifo.push_back(x);
+        sorted.insert(sorted.partition_point(|v| v.total_cmp(&x).is_lt()), x);
+        if fifo.len() > o.window {
+            let old = fifo.pop_front().unwrap();
+            sorted.remove(sorted.partition_point(|v| v.total_cmp(&old).is_lt()));
         }
     }
     out
 }
 
+/// Median and MAD of sorted, NaN-free, non-empty `v`, as `median_in_place` computes them
+/// (the upper middle, averaged with the lower one for an even count).
+fn sorted_median_mad(v: &[f64]) -> (f64, f64) {
+    let n = v.len();
+    let mid = n / 2;
+    let med = if n % 2 == 1 { v[mid] } else { v[mid - 1] + (v[mid] - v[mid - 1]) / 2.0 };
+    // deviations grow walking down from the last value ≤ med and up from the first > med:
+    // take the mid + 1 smallest, keeping the last two
+    let split = v.partition_point(|&x| x <= med);
+    let (mut lo, mut hi) = (split, split);
+    let (mut prev, mut cur) = (0.0, 0.0);
+    for _ in 0..=mid {
+        let down = if lo > 0 { (v[lo - 1] - med).abs() } else { f64::INFINITY };
+        let up = if hi < n { (v[hi] - med).abs() } else { f64::INFINITY };
+        prev = cur;
+        if down <= up {
+            cur = down;
+            lo -= 1;
+        } else {
+            cur = up;
+            hi += 1;
+        }
+    }
+    let mad = if n % 2 == 1 { cur } else { prev + (cur - prev) / 2.0 };
+    (med, mad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The straightforward version: copy the window, select the median, then the MAD.
+    fn reference_z(xs: &[f64], o: ZOptions) -> Vec<f64> {
+        let vals: Vec<f64> = xs.iter().map(|&x| if o.log_scale { if x > 0.0 { x.ln() } else { f64::NAN } } else { x }).collect();
+        let mut out = vec![f64::NAN; xs.len()];
+        let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
+        for (i, &x) in vals.iter().enumerate() {
+            if !x.is_nan() && window.len() >= o.min_points.max(1) {
+                let mut w: Vec<f64> = window.iter().copied().collect();
+                let med = median_in_place(&mut w).unwrap();
+                let mut d: Vec<f64> = w.iter().map(|v| (v - med).abs()).collect();
+                let spread = median_in_place(&mut d).unwrap() * MAD_TO_SIGMA;
+                let mut sorted_d = d.clone();
+                sorted_d.sort_by(f64::total_cmp);
+                let scale = if spread > 0.0 { spread } else { sorted_d.iter().sum::<f64>() / d.len() as f64 * 1.2533 };
+                out[i] = if scale > 0.0 { (x - med) / scale } else if x == med { 0.0 } else { f64::INFINITY.copysign(x - med) };
+            }
+            if !x.is_nan() {
+                window.push_back(x);
+                if window.len() > o.window {
+                    window.pop_front();
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_sorted_window_scores_exactly_as_selecting_on_a_copy() {
+        // ties, flat stretches, NaNs, negative values, spikes; odd and even windows
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for case in 0..60 {
+            let n = 300;
+            let xs: Vec<f64> = (0..n)
+                .map(|i| {
+                    let u = next();
+                    if u < 0.05 {
+                        f64::NAN
+                    } else if case % 3 == 0 && (100..160).contains(&i) {
+                        2.0 // flat: MAD 0
+                    } else if case % 3 == 1 {
+                        (u * 8.0).floor() - 3.0 // heavy ties
+                    } else if u > 0.98 {
+                        50.0 * u
+                    } else {
+                        u - 0.5
+                    }
+                })
+                .collect();
+            for (window, min_points) in [(50, 20), (7, 3), (8, 1), (1, 1)] {
+                for log_scale in [false, true] {
+                    let o = ZOptions { window, min_points, log_scale };
+                    let (got, want) = (causal_robust_z(&xs, o), reference_z(&xs, o));
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert!(g.to_bits() == w.to_bits() || (g - w).abs() <= 1e-12 * w.abs(), "case {case} {o:?} point {i}: {g} vs {w}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn median_and_mad() {
