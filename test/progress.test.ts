@@ -42,6 +42,13 @@ describe('Progress', () => {
     assert.ok(frames.every((f) => f.replace('\x1b[K', '').trimEnd().length <= 79), 'never wider than the terminal');
   });
 
+  test('a pseudo-terminal reporting 0 columns still gets the whole line', () => {
+    const out = sink(true);
+    out.columns = 0;
+    new Progress(out, 'report').update(5, 5, 'done');
+    assert.equal(out.text, '\rreport [########################] 5/5 done\x1b[K');
+  });
+
   test('a terminal that never saw a bar gets no stray newline', () => {
     const out = sink(true);
     new Progress(out, 'x').done();

@@ -21,7 +21,8 @@ export class Progress {
     const filled = total > 0 ? Math.round((done / total) * width) : width;
     const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
     const line = `${this.label} ${bar} ${done}/${total} ${detail}`;
-    const cols = this.out.columns ?? 100;
+    // a pseudo-terminal can report 0 columns: treat it as unknown, not as no room
+    const cols = this.out.columns || 100;
     this.out.write(`\r${line.slice(0, cols - 1).padEnd(Math.min(cols - 1, line.length))}\x1b[K`);
     this.drawn = true;
   }
