@@ -38,6 +38,11 @@ export declare class NativeRecorder {
    * False when the sample queue was full and the call was dropped (counted).
    */
   pushSamples(encoded: Uint8Array, count: number): boolean
+  /**
+   * Enqueues a batch of `count` encoded spans (the bytes are copied). False when the
+   * span queue was full and the batch was dropped (counted).
+   */
+  pushSpans(encoded: Uint8Array, count: number): boolean
   /** A record the encoder refused: counted, and its `bad_record` event queued. */
   reportBad(eventJson: string): void
   /** Queues an event line for the writer thread. False when the event queue was full. */
@@ -70,6 +75,9 @@ export declare class NativeSampleCursor {
 
 /** Merges a run's sample parts into 4096-row shards (atomic, idempotent, crash-safe). */
 export declare function compactSamples(runDir: string): NativeCompactReport
+
+/** Merges a run's span parts into `spans/spans.parquet`, each span once (atomic, idempotent). */
+export declare function compactSpans(runDir: string): NativeCompactReport
 
 /** Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe). */
 export declare function compactSteps(runDir: string): NativeCompactReport
@@ -117,6 +125,8 @@ export interface NativeCompactReport {
   bytes: number
   samplePartsMerged: number
   sampleRows: number
+  spanPartsMerged: number
+  spanRows: number
 }
 
 export interface NativeCounters {
@@ -132,6 +142,11 @@ export interface NativeCounters {
   samplesDropped: number
   samplesBad: number
   samplesPending: number
+  spansLogged: number
+  spansWritten: number
+  spansDropped: number
+  spansBad: number
+  spansPending: number
 }
 
 export interface NativeDetectorInfo {
@@ -221,7 +236,7 @@ export interface NativeSampleBatch {
 
 export interface NativeSampleColumn {
   name: string
-  /** "int", "float", "bool", "text", "int_list" or "float_list" */
+  /** "int", "float", "bool", "text", "dict", "int_list" or "float_list" */
   kind: string
   /** Numbers (int, float, bool as 0/1; null rows NaN), or a list column's items. */
   values?: Float64Array
@@ -229,8 +244,16 @@ export interface NativeSampleColumn {
   valid?: Uint8Array
   /** For lists: rows + 1 offsets into `values`. */
   offsets?: Int32Array
-  /** For text: one entry per row (null where the row has none). */
+  /**
+   * For text: one entry per row (null where the row has none). For dict: the distinct
+   * values, which `codes` index.
+   */
   texts?: Array<string | undefined | null>
+  /**
+   * For dict: per row, an index into `texts` (u32::MAX for null). Repeated text (a
+   * span's kind, its root id, its labels) crosses the boundary once per distinct value.
+   */
+  codes?: Uint32Array
 }
 
 export interface NativeSampleFile {
@@ -278,6 +301,35 @@ export interface NativeSkipped {
   reason: string
 }
 
+export interface NativeSpanFilter {
+  kinds?: Array<string>
+  stepMin?: number
+  stepMax?: number
+  spanIds?: Array<string>
+  rootIds?: Array<string>
+  parentIds?: Array<string>
+  /** `[key, value]` pairs, all required. */
+  labels?: Array<Array<string>>
+  statuses?: Array<string>
+  limit?: number
+}
+
+export interface NativeSpanKindCount {
+  kind: string
+  spans: number
+  open: number
+  error: number
+}
+
+export interface NativeSpanRead {
+  /** The matching spans, earliest start first, as columns. */
+  batch: NativeSampleBatch
+  /** Distinct spans in the run. */
+  total: number
+  /** Spans matching the filter before `limit`. */
+  matched: number
+}
+
 export interface NativeStepFile {
   path: string
   rows: number
@@ -303,6 +355,9 @@ export interface NativeStepTable {
  */
 export declare function pushStep(handle: number, len: number): void
 
+/** A run directory's spans matching `filter` (this directory only; the reader merges ranks). */
+export declare function readSpans(runDir: string, filter: NativeSpanFilter): NativeSpanRead
+
 /** Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`. */
 export declare function readSteps(runDir: string, columns?: Array<string> | undefined | null): NativeStepTable
 
@@ -320,6 +375,9 @@ export declare function selectSamplesAsync(rewards: Float64Array, sampling: Nati
  * pairs in index order, reason codes 1 top_k, 2 bottom_k, 3 random, 4 all.
  */
 export declare function selectSamplesSync(rewards: Float64Array, sampling: NativeSampling): Uint32Array
+
+/** Spans per kind in a run directory, with how many are open and how many ended in error. */
+export declare function spanCounts(runDir: string): Array<NativeSpanKindCount>
 
 /** The run's step columns (union over its files, from the footers alone), in table order. */
 export declare function stepColumns(runDir: string): Array<NativeFieldSpec>

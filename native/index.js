@@ -773,20 +773,23 @@ if (
   }
 }
 
-const { NativeRecorder, NativeSampleCursor, compactSamples, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
+const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { NativeSampleCursor }
 export { compactSamples }
+export { compactSpans }
 export { compactSteps }
 export { debugPanic }
 export { diagnoseRun }
 export { diagnoseRunAsync }
 export { doctorDetectors }
 export { pushStep }
+export { readSpans }
 export { readSteps }
 export { sampleFiles }
 export { selectSamplesAsync }
 export { selectSamplesSync }
+export { spanCounts }
 export { stepColumns }
 export { stepFieldSpecs }
 export { stepFiles }

@@ -5,6 +5,7 @@
 //! - `recorder`: `NativeRecorder` and the hand-registered hot path `pushStep`
 //! - `steps`: reading steps as typed-array columns, their files and columns, compaction
 //! - `samples`: sample selection, compaction and the streaming sample cursor
+//! - `spans`: reading spans back (deduplicated, filtered), counts per kind, compaction
 //! - `doctor`: diagnosing a run, and the live doctor fed by the recorder's writer
 
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use rlprobe_core::compact::CompactReport;
 mod doctor;
 mod recorder;
 mod samples;
+mod spans;
 mod steps;
 
 pub(crate) fn err(code: &str, msg: impl std::fmt::Display) -> Error {
@@ -34,6 +36,8 @@ pub struct NativeCompactReport {
     pub bytes: f64,
     pub sample_parts_merged: u32,
     pub sample_rows: f64,
+    pub span_parts_merged: u32,
+    pub span_rows: f64,
 }
 
 impl From<CompactReport> for NativeCompactReport {
@@ -45,6 +49,8 @@ impl From<CompactReport> for NativeCompactReport {
             bytes: r.bytes as f64,
             sample_parts_merged: r.sample_parts_merged as u32,
             sample_rows: r.sample_rows as f64,
+            span_parts_merged: r.span_parts_merged as u32,
+            span_rows: r.span_rows as f64,
         }
     }
 }

@@ -49,6 +49,11 @@ pub struct NativeCounters {
     pub samples_dropped: f64,
     pub samples_bad: f64,
     pub samples_pending: f64,
+    pub spans_logged: f64,
+    pub spans_written: f64,
+    pub spans_dropped: f64,
+    pub spans_bad: f64,
+    pub spans_pending: f64,
 }
 
 impl From<CountersSnapshot> for NativeCounters {
@@ -66,6 +71,11 @@ impl From<CountersSnapshot> for NativeCounters {
             samples_dropped: c.samples_dropped as f64,
             samples_bad: c.samples_bad as f64,
             samples_pending: c.samples_pending as f64,
+            spans_logged: c.spans_logged as f64,
+            spans_written: c.spans_written as f64,
+            spans_dropped: c.spans_dropped as f64,
+            spans_bad: c.spans_bad as f64,
+            spans_pending: c.spans_pending as f64,
         }
     }
 }
@@ -237,6 +247,13 @@ impl NativeRecorder {
     #[napi(catch_unwind)]
     pub fn push_samples(&self, encoded: &[u8], count: u32) -> Result<bool> {
         with_slot(self.handle, |slot| Ok(slot.recorder.push_samples(encoded.to_vec(), count as u64)))
+    }
+
+    /// Enqueues a batch of `count` encoded spans (the bytes are copied). False when the
+    /// span queue was full and the batch was dropped (counted).
+    #[napi(catch_unwind)]
+    pub fn push_spans(&self, encoded: &[u8], count: u32) -> Result<bool> {
+        with_slot(self.handle, |slot| Ok(slot.recorder.push_spans(encoded.to_vec(), count as u64)))
     }
 
     /// A record the encoder refused: counted, and its `bad_record` event queued.

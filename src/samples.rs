@@ -127,7 +127,7 @@ pub struct NativeSampleFilter {
 #[napi(object)]
 pub struct NativeSampleColumn {
     pub name: String,
-    /// "int", "float", "bool", "text", "int_list" or "float_list"
+    /// "int", "float", "bool", "text", "dict", "int_list" or "float_list"
     pub kind: String,
     /// Numbers (int, float, bool as 0/1; null rows NaN), or a list column's items.
     pub values: Option<Float64Array>,
@@ -135,8 +135,12 @@ pub struct NativeSampleColumn {
     pub valid: Option<Uint8Array>,
     /// For lists: rows + 1 offsets into `values`.
     pub offsets: Option<Int32Array>,
-    /// For text: one entry per row (null where the row has none).
+    /// For text: one entry per row (null where the row has none). For dict: the distinct
+    /// values, which `codes` index.
     pub texts: Option<Vec<Option<String>>>,
+    /// For dict: per row, an index into `texts` (u32::MAX for null). Repeated text (a
+    /// span's kind, its root id, its labels) crosses the boundary once per distinct value.
+    pub codes: Option<Uint32Array>,
 }
 
 #[napi(object)]
@@ -195,7 +199,33 @@ fn validity(a: &dyn Array) -> Option<Uint8Array> {
     (a.null_count() > 0).then(|| Uint8Array::new((0..a.len()).map(|i| a.is_valid(i) as u8).collect()))
 }
 
-fn to_js(batch: &RecordBatch) -> Result<NativeSampleBatch> {
+/// A batch as JS columns (numbers as Float64Array with NaN for null, texts as strings);
+/// spans are handed over in the same form.
+pub(crate) fn to_js(batch: &RecordBatch) -> Result<NativeSampleBatch> {
+    to_js_with_dicts(batch, &[])
+}
+
+/// A text column as distinct values and per-row codes.
+fn dict_column(s: &arrow::array::StringArray) -> (Vec<Option<String>>, Vec<u32>) {
+    let mut index: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut values: Vec<Option<String>> = Vec::new();
+    let codes = (0..s.len())
+        .map(|i| {
+            if !s.is_valid(i) {
+                return u32::MAX;
+            }
+            let v = s.value(i);
+            *index.entry(v).or_insert_with(|| {
+                values.push(Some(v.to_string()));
+                (values.len() - 1) as u32
+            })
+        })
+        .collect();
+    (values, codes)
+}
+
+/// `to_js`, with the text columns named in `dicts` sent as dictionaries.
+pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<NativeSampleBatch> {
     let mut columns = Vec::new();
     for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
         let a = array.as_ref();
@@ -207,6 +237,7 @@ fn to_js(batch: &RecordBatch) -> Result<NativeSampleBatch> {
             valid: validity(a),
             offsets: None,
             texts: None,
+            codes: None,
         };
         let numbers = |a: &dyn Array| -> Result<Vec<f64>> {
             let cast = arrow::compute::cast(a, &DataType::Float64).map_err(|e| err("RLPROBE_IO", e))?;
@@ -229,8 +260,13 @@ fn to_js(batch: &RecordBatch) -> Result<NativeSampleBatch> {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
                 let cast = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| err("RLPROBE_IO", e))?;
                 let s = cast.as_string::<i32>();
-                let texts = (0..s.len()).map(|i| s.is_valid(i).then(|| s.value(i).to_string())).collect();
-                NativeSampleColumn { texts: Some(texts), ..col("text") }
+                if dicts.contains(&field.name().as_str()) {
+                    let (values, codes) = dict_column(s);
+                    NativeSampleColumn { texts: Some(values), codes: Some(Uint32Array::new(codes)), valid: None, ..col("dict") }
+                } else {
+                    let texts = (0..s.len()).map(|i| s.is_valid(i).then(|| s.value(i).to_string())).collect();
+                    NativeSampleColumn { texts: Some(texts), ..col("text") }
+                }
             }
             DataType::List(inner) | DataType::LargeList(inner)
                 if inner.data_type().is_integer() || inner.data_type().is_floating() || inner.data_type() == &DataType::Null =>

@@ -290,12 +290,14 @@ describe('ranks', () => {
     assert.deepEqual(rec.counters, {
       logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
       samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
+      spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0,
     });
     const summary = rec.close();
     assert.deepEqual(summary, {
       counters: {
         logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
         samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
+        spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0,
       },
       compaction: null,
       error: null,

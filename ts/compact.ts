@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from './errors.js';
-import { compactSamples, compactSteps } from './native.js';
+import { compactSamples, compactSpans, compactSteps } from './native.js';
 import { SCHEMA_VERSION } from './schema/manifest.js';
 
 export interface CompactResult {
@@ -10,16 +10,16 @@ export interface CompactResult {
   partsMerged: number;
   /** Parts a previous, interrupted compaction had absorbed, deleted now. */
   leftoversRemoved: number;
-  /** Rows in the compacted file(s): all of steps.parquet; for samples, the new shards. */
+  /** Rows in the compacted file(s): all of steps.parquet (spans.parquet); for samples, the new shards. */
   rows: number;
   bytes: number;
 }
 
-/** One unit of a run's compaction: the steps or the samples of one rank directory. */
+/** One unit of a run's compaction: the steps, the samples or the spans of one rank directory. */
 export interface CompactUnit {
   dir: string;
   rank: number;
-  what: 'steps' | 'samples';
+  what: 'steps' | 'samples' | 'spans';
 }
 
 export interface CompactProgress {
@@ -29,7 +29,7 @@ export interface CompactProgress {
   result: CompactResult;
 }
 
-/** The run's compaction units: rank 0 then every `rank-NNN/`, steps then samples. */
+/** The run's compaction units: rank 0 then every `rank-NNN/`, steps then samples (then spans, where recorded). */
 export function compactUnits(runDir: string): CompactUnit[] {
   const dir = path.resolve(runDir);
   if (!existsSync(path.join(dir, 'manifest.json'))) {
@@ -43,6 +43,7 @@ export function compactUnits(runDir: string): CompactUnit[] {
   return [{ rank: 0, dir }, ...ranks].flatMap(({ rank, dir: d }) => [
     { dir: d, rank, what: 'steps' as const },
     { dir: d, rank, what: 'samples' as const },
+    ...(existsSync(path.join(d, 'spans')) ? [{ dir: d, rank, what: 'spans' as const }] : []),
   ]);
 }
 
@@ -67,12 +68,14 @@ function assertCompactable(dir: string): void {
 
 /** Compacts one unit (atomic, idempotent, crash-safe; only merges part files). */
 export function compactUnit(unit: CompactUnit): CompactResult {
-  const r = native(() => (unit.what === 'steps' ? compactSteps(unit.dir) : compactSamples(unit.dir)));
+  const compact = { steps: compactSteps, samples: compactSamples, spans: compactSpans }[unit.what];
+  const r = native(() => compact(unit.dir));
   return { partsMerged: r.partsMerged, leftoversRemoved: r.leftoversRemoved, rows: r.rows, bytes: r.bytes };
 }
 
 /**
- * Compacts a run: step parts into steps.parquet and sample parts into 4096-row shards, in
+ * Compacts a run: step parts into steps.parquet, sample parts into 4096-row shards and
+ * span parts into spans/spans.parquet (each span once, at its last write), in
  * the run directory and every rank directory. Atomic, idempotent, safe on a crashed run
  * and on one a recorder is still writing. Only merges part files; never rewrites data.
  */
@@ -84,13 +87,15 @@ export function compactRun(runDir: string, onProgress?: (p: CompactProgress) => 
     out.push(p);
     onProgress?.(p);
   });
-  return { steps: out[0].result, samples: out[1].result, units: out };
+  return { steps: out[0].result, samples: out[1].result, spans: out[2]?.unit.rank === 0 && out[2].unit.what === 'spans' ? out[2].result : null, units: out };
 }
 
 export interface RunCompaction {
   /** The run directory's own (rank 0) steps and samples. */
   steps: CompactResult;
   samples: CompactResult;
+  /** Its spans (each span once, in spans/spans.parquet), or null when it recorded none. */
+  spans: CompactResult | null;
   /** Every unit, rank directories included, in order. */
   units: CompactProgress[];
 }

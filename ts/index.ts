@@ -11,6 +11,10 @@
 export { Recorder } from './recorder/recorder.js';
 export type { CloseSummary, EventOptions, RecorderCounters } from './recorder/recorder.js';
 export type { RecorderOptions } from './recorder/options.js';
+export { Span } from './recorder/span.js';
+export type { EndOptions, SpanKind, SpanOptions, SpanStatus } from './recorder/span.js';
+export type { UnitCoords } from './recorder/ambient.js';
+export { keyedSpanId } from './recorder/span-id.js';
 export { RunReader } from './reader/run-reader.js';
 export type { StepFileInfo, StepLayout } from './reader/run-reader.js';
 export { RunView } from './reader/run-view.js';
@@ -47,6 +51,9 @@ export type { SampleRecord, StoredSampleRecord, CaptureReason } from './schema/s
 export { CAPTURE_REASONS } from './schema/sample-record.js';
 export type { LogSamplesOptions, SamplingOptions } from './recorder/sampling.js';
 export type { SampleQuery } from './reader/sample-stream.js';
+export type { SpanQuery } from './reader/span-reader.js';
+export { spanForest } from './reader/span-reader.js';
+export type { SpanKindCount, SpanRecord, SpanTreeNode } from './schema/span-record.js';
 export type { Migration } from './reader/migrations.js';
 export { MIGRATIONS } from './reader/migrations.js';
 export type { OpenOptions, SampleFileInfo } from './reader/run-reader.js';

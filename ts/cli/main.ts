@@ -11,6 +11,7 @@ import { ReportCommand } from './commands/report.js';
 import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
 import { ScaleBenchCommand } from './commands/scale-bench.js';
+import { SpanListCommand } from './commands/span-list.js';
 import { WatchCommand } from './commands/watch.js';
 import { VERSION } from '../version.js';
 
@@ -22,6 +23,7 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(EventsCommand);
   cli.register(SamplesCommand);
   cli.register(SampleCommand);
+  cli.register(SpanListCommand);
   cli.register(CompactCommand);
   cli.register(DoctorCommand);
   cli.register(WatchCommand);

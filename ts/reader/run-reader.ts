@@ -17,6 +17,9 @@ import { diagnose } from '../doctor/diagnose.js';
 import { parseSampleQuery, sampledStepsOf, streamSampleBatches } from './sample-stream.js';
 import type { ParsedSampleQuery, SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
+import { readSpansOf, spanCountsOf, spanForest, subtreeIds } from './span-reader.js';
+import type { SpanQuery } from './span-reader.js';
+import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
 
 /** How the steps are stored right now. */
 export type StepLayout = 'compacted' | 'parts' | 'mixed' | 'empty';
@@ -189,6 +192,65 @@ export class RunReader {
     for (const { rank, dir } of this.sampleDirs(null)) {
       for (const f of native(() => sampleFiles(dir)).files) out.push({ path: f.path, rank, rows: f.rows, bytes: f.bytes, shard: f.shard });
     }
+    return out;
+  }
+
+  // ---- spans (format-notes: spans)
+
+  /**
+   * Spans matching `query` (every rank), each at its last write, earliest start first.
+   * Throws RlprobeError RLPROBE_INVALID_QUERY for a bad filter.
+   */
+  spans(query: SpanQuery = {}): SpanRecord[] {
+    return readSpansOf(this.sampleDirs(null), query).spans;
+  }
+
+  /** `spans(query)` with how many spans the run holds and how many matched before `limit`. */
+  spanRead(query: SpanQuery = {}): { spans: SpanRecord[]; total: number; matched: number } {
+    return readSpansOf(this.sampleDirs(null), query);
+  }
+
+  /** Spans per kind (every rank), with how many are open and how many ended in error. */
+  spanCounts(): SpanKindCount[] {
+    return spanCountsOf(this.sampleDirs(null));
+  }
+
+  /** One span by id, or null. */
+  span(id: string): SpanRecord | null {
+    return this.spans({ id }).at(-1) ?? null;
+  }
+
+  /**
+   * The whole tree `spanOrId` belongs to (from its root), or null when there is no such
+   * span. Spans whose parent was never written hang from the root.
+   */
+  spanTree(spanOrId: string | SpanRecord): SpanTreeNode | null {
+    const span = typeof spanOrId === 'string' ? this.span(spanOrId) : spanOrId;
+    if (span === null) return null;
+    const tree = this.spans({ root: span.root_id });
+    if (!tree.some((s) => s.span_id === span.span_id)) tree.push(span);
+    const forest = spanForest(tree);
+    const root = forest.find((n) => n.span.span_id === span.root_id) ?? forest[0];
+    // orphans (a parent lost to a crash) are kept under the root rather than dropped
+    for (const n of forest) if (n !== root) root.children.push(n);
+    return root;
+  }
+
+  /** The span a sample was logged under, or null (no span, or not recorded). */
+  spanOfSample(sample: Pick<StoredSampleRecord, 'span_id'>): SpanRecord | null {
+    return sample.span_id ? this.span(sample.span_id) : null;
+  }
+
+  /** The samples logged under `spanOrId` or any span below it (every rank). */
+  samplesOfSpan(spanOrId: string | SpanRecord, query: Omit<SampleQuery, 'step' | 'stepRange' | 'steps' | 'aroundFinding'> = {}): StoredSampleRecord[] {
+    const span = typeof spanOrId === 'string' ? this.span(spanOrId) : spanOrId;
+    if (span === null) return [];
+    const ids = subtreeIds(this.spans({ root: span.root_id }), span.span_id);
+    // a span with a step narrows the read to that step's row groups
+    const q: SampleQuery = span.step === null ? { ...query } : { ...query, step: span.step };
+    if (q.columns && !q.columns.includes('span_id')) q.columns = [...q.columns, 'span_id'];
+    const out: StoredSampleRecord[] = [];
+    for (const s of this.samples(q)) if (s.span_id !== undefined && ids.has(s.span_id)) out.push(s);
     return out;
   }
 

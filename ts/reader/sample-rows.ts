@@ -24,6 +24,17 @@ function cell(col: NativeSampleColumn, row: number): unknown {
   }
 }
 
+/** A labels cell (a JSON object of strings) as an object; null when it is not one. */
+export function parseLabels(v: unknown): Record<string, string> | null {
+  if (typeof v !== 'string') return null;
+  try {
+    const o = JSON.parse(v) as unknown;
+    return o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, string>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Rebuilds sample records from a native batch. Whatever the writer (ours, the Python
  * package, an older rlprobe), ids come back as strings and the rank is filled in from the
@@ -47,6 +58,10 @@ export function sampleRowsOf(batch: NativeSampleBatch, dirRank: number): StoredS
       else {
         if (asText) v = String(v);
         else if (name === 'truncated' && typeof v === 'number') v = v !== 0;
+        else if (name === 'labels') {
+          v = parseLabels(v);
+          if (v === null) continue;
+        }
         rec[name] = v;
       }
     }

@@ -21,6 +21,12 @@ import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
 import { LiveDoctorHooks } from './live-doctor.js';
 import { F64_MAGIC, RingWriter } from './ring-writer.js';
 import { SampleLogger } from './sample-logger.js';
+import type { SampleContext } from './sample-logger.js';
+import { mergeCoords } from './ambient.js';
+import type { Ambient, RefusedCoord, UnitCoords } from './ambient.js';
+import { inertSpan, Span } from './span.js';
+import type { SpanOptions } from './span.js';
+import { SpanRecorder } from './span-recorder.js';
 import type { LogSamplesOptions } from './sampling.js';
 import { StepEncoder } from './step-encoder.js';
 
@@ -46,11 +52,30 @@ export interface RecorderCounters {
   samplesBad: number;
   /** `samplesWritten + samplesDropped + samplesBad + samplesPending == samplesLogged`. */
   samplesPending: number;
+  /**
+   * Span writes handed to the writer: one per ended span, plus one per span a flush,
+   * crash or close found open (readers keep each span's last write).
+   */
+  spansLogged: number;
+  spansWritten: number;
+  /** Refused by a full span queue. */
+  spansDropped: number;
+  spansBad: number;
+  /** `spansWritten + spansDropped + spansBad + spansPending == spansLogged`. */
+  spansPending: number;
 }
 
 export interface CloseSummary {
   counters: RecorderCounters;
-  compaction: { partsMerged: number; rows: number; bytes: number; samplePartsMerged: number; sampleRows: number } | null;
+  compaction: {
+    partsMerged: number;
+    rows: number;
+    bytes: number;
+    samplePartsMerged: number;
+    sampleRows: number;
+    spanPartsMerged: number;
+    spanRows: number;
+  } | null;
   /** The last error the writer met, if any (the recording is still readable). */
   error: string | null;
 }
@@ -68,7 +93,48 @@ const EXIT_CLOSE_MS = 15_000;
 const ZERO: RecorderCounters = {
   logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
   samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
+  spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0,
 };
+
+/** The ambient span and unit as a logged sample carries them. */
+function sampleContextOf(a: Ambient): SampleContext | null {
+  const span = a.span !== null && a.span._id !== '' ? a.span : null;
+  // the innermost unit (a span with its own labels runs its body in them)
+  const c = a.coords ?? span?._coords ?? null;
+  if (span === null && c === null) return null;
+  return {
+    spanId: span?.id ?? null,
+    labelsJson: c?.labelsJson ?? null,
+    step: a.coords?.step ?? span?.step ?? null,
+    sample: c?.sample ?? null,
+    group: c?.group ?? null,
+  };
+}
+
+/** Runs `fn(span)` and ends the span when it settles: a throw or a rejection ends it as `error`. */
+function runAndEnd<T>(span: Span, fn: (span: Span) => T): T {
+  let result: T;
+  try {
+    result = fn(span);
+  } catch (error) {
+    span.end({ error });
+    throw error;
+  }
+  if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
+    return (result as unknown as PromiseLike<unknown>).then(
+      (value) => {
+        span.end();
+        return value;
+      },
+      (error: unknown) => {
+        span.end({ error });
+        throw error;
+      },
+    ) as T;
+  }
+  span.end();
+  return result;
+}
 
 function defaultRunId(): string {
   const d = new Date();
@@ -132,6 +198,8 @@ export class Recorder implements CrashHookTarget {
   private readonly wakeEvery: number;
   private sinceWake = 0;
   private readonly sampleLogger: SampleLogger | null;
+  /** Spans and the ambient context (units); null on an inert rank. */
+  private readonly spans: SpanRecorder | null;
   /** Live diagnosis (rank 0 with `doctor.live`), else null. */
   private readonly liveDoctor: LiveDoctorHooks | null = null;
   /** Aborted by nothing: the halt signal of a recorder without live diagnosis. */
@@ -154,10 +222,11 @@ export class Recorder implements CrashHookTarget {
       this.encoder = null;
       this.wakeEvery = 0;
       this.sampleLogger = null;
+      this.spans = null;
       return;
     }
     mkdirSync(this.runDir, { recursive: true });
-    const resumed = this.writeManifest();
+    const { resumed, runId } = this.writeManifest();
     // one rank, one guardian: live diagnosis runs on rank 0 only
     const live = this.options.doctor.live && rank === 0;
     const nativeRecorder = native(
@@ -182,6 +251,11 @@ export class Recorder implements CrashHookTarget {
     });
     this.sampleLogger = new SampleLogger(nativeRecorder, this.options.sampling, this.options.seed, (kind, step, message, data) =>
       this.eventLine(kind, step, message, data),
+    );
+    this.spans = new SpanRecorder(
+      (bytes, count) => nativeRecorder.pushSpans(bytes, count),
+      runId,
+      (what, r, step) => this.reportRefused(what, r, step),
     );
     if (live) {
       this.liveDoctor = new LiveDoctorHooks(
@@ -226,13 +300,14 @@ export class Recorder implements CrashHookTarget {
   }
 
   /** Writes manifest.json atomically; keeps an existing one (a resumed run). */
-  private writeManifest(): boolean {
+  private writeManifest(): { resumed: boolean; runId: string } {
     const file = path.join(this.runDir, 'manifest.json');
     if (existsSync(file)) {
       // resuming: only into a recording of this format version, never mixing two
       let version: unknown;
+      let runId: unknown;
       try {
-        version = (JSON.parse(readFileSync(file, 'utf8')) as { schema_version?: unknown }).schema_version;
+        ({ schema_version: version, run_id: runId } = JSON.parse(readFileSync(file, 'utf8')) as { schema_version?: unknown; run_id?: unknown });
       } catch (error) {
         throw new RlprobeError('RLPROBE_BAD_MANIFEST', `cannot resume ${this.runDir}: manifest.json is not valid JSON (${(error as Error).message})`);
       }
@@ -242,7 +317,8 @@ export class Recorder implements CrashHookTarget {
           `cannot resume ${this.runDir}: it has format schema_version ${JSON.stringify(version)} and this rlprobe writes ${SCHEMA_VERSION}; record into a new directory${typeof version === 'number' && version > SCHEMA_VERSION ? ' or upgrade rlprobe' : ''}`,
         );
       }
-      return true;
+      // keyed span ids derive from the run id: a resumed run keeps its ids
+      return { resumed: true, runId: typeof runId === 'string' ? runId : this.runDir };
     }
     const o = this.options;
     const manifest: RunManifest = {
@@ -258,7 +334,7 @@ export class Recorder implements CrashHookTarget {
       extra: o.rank === 0 ? { ...o.manifestExtra } : { ...o.manifestExtra, rank: o.rank },
     };
     native(() => writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`));
-    return false;
+    return { resumed: false, runId: manifest.run_id };
   }
 
   /**
@@ -333,6 +409,8 @@ export class Recorder implements CrashHookTarget {
       if (++this.sinceWake >= this.wakeEvery) {
         this.sinceWake = 0;
         this.native!.wake();
+        // ended spans go out with the steps, even in a loop that never yields to the timer
+        this.spans!.pushPending();
       }
     } catch (error) {
       // a getter that threw on the fast path: reported, not re-read (it may throw again);
@@ -357,8 +435,85 @@ export class Recorder implements CrashHookTarget {
    * objects themselves until then.
    */
   logSamples(samples: ArrayLike<SampleRecord>, options?: LogSamplesOptions): void {
-    if (this.closed) return;
-    this.sampleLogger?.log(samples, options);
+    if (this.closed || this.sampleLogger === null) return;
+    const ambient = this.spans!.ambient.current();
+    this.sampleLogger.log(samples, options, ambient === undefined ? null : sampleContextOf(ambient));
+  }
+
+  // ---- spans and units
+
+  /**
+   * Runs `fn` inside a span and ends it when `fn` returns, throws, or (for a promise)
+   * settles; a throw or a rejection ends it with status `error` and is passed on. Spans,
+   * samples and events started inside (across `await` too) get it as parent / `span_id`.
+   * Kinds: `rollout`, `turn`, `tool_call`, `epoch`, `evaluation`, or any other string.
+   * Never throws on its arguments except a missing `fn`: a refused kind, name or option
+   * is a `bad_record` event and `fn` still runs.
+   */
+  span<T>(kind: string, name: string, fn: (span: Span) => T, options?: SpanOptions): T {
+    if (typeof fn !== 'function') {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid span fn: expected a function to run inside the span (got ${describeValue(fn).type} ${describeValue(fn).preview})`);
+    }
+    const spans = this.spans;
+    if (spans === null) return fn(inertSpan(String(kind), String(name)));
+    const span = spans.start(kind, name, options);
+    if (span._id === '') return runAndEnd(span, fn);
+    return spans.ambient.run({ span, coords: span._coords }, () => runAndEnd(span, fn));
+  }
+
+  /**
+   * Starts a span for code that cannot be wrapped; call `end()` on it (`end({ error })`
+   * for a failure). Its parent is the ambient span unless `options.parent` says otherwise.
+   * It does not become ambient itself: use `span.run(fn)` for that.
+   */
+  startSpan(kind: string, name: string, options?: SpanOptions): Span {
+    const spans = this.spans;
+    if (spans === null) return inertSpan(String(kind), String(name));
+    return spans.start(kind, name, options);
+  }
+
+  /** The ambient span, or null outside any. */
+  currentSpan(): Span | null {
+    return this.spans?.ambient.current()?.span ?? null;
+  }
+
+  /**
+   * Runs `fn` with coordinates and labels bound for everything logged inside it, across
+   * `await`: samples, events and spans take `step` when they have none, and carry the
+   * labels (`sample` and `group` among them; a sample also takes them as `sample_id` /
+   * `group_id` when it has none — `sample_id` only when the call logs one sample). Nested
+   * units merge, the inner winning per key. A refused field is a `bad_record` event and
+   * is left out; `fn` always runs.
+   */
+  unit<T>(coords: UnitCoords, fn: () => T): T {
+    if (typeof fn !== 'function') {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid unit fn: expected a function to run inside the unit (got ${describeValue(fn).type} ${describeValue(fn).preview})`);
+    }
+    const spans = this.spans;
+    if (spans === null || this.closed) return fn();
+    const ambient = spans.ambient.current();
+    const refused: RefusedCoord[] = [];
+    const coordsIn = mergeCoords(ambient?.coords ?? null, coords, refused);
+    for (const r of refused) this.reportRefused('unit', r, coordsIn.step);
+    return spans.ambient.run({ span: ambient?.span ?? null, coords: coordsIn }, fn);
+  }
+
+  private reportRefused(what: string, r: RefusedCoord, step: number | null): void {
+    try {
+      const field = clip(r.field, 200);
+      const shown = describeValue(r.value);
+      this.native?.logEvent(
+        this.eventLine(RECORDER_EVENT_KINDS.badRecord, step, `${what} ${field} refused: ${r.reason}, got ${shown.type} ${shown.preview}`, {
+          record: what,
+          field,
+          reason: r.reason,
+          value_type: shown.type,
+          value_preview: shown.preview,
+        }),
+      );
+    } catch {
+      // never throws
+    }
   }
 
   private reportBad(encoder: StepEncoder): void {
@@ -390,6 +545,18 @@ export class Recorder implements CrashHookTarget {
     try {
       const k = typeof kind === 'string' && kind.length > 0 ? kind : 'custom';
       const message = typeof options.message === 'string' ? options.message : options.message === undefined ? '' : String(options.message);
+      const ambient = this.spans?.ambient.current();
+      if (ambient !== undefined) {
+        // inside a span or unit: its step when none is given, its span id and labels in data
+        const span = ambient.span !== null && ambient.span._id !== '' ? ambient.span : null;
+        const step = options.step ?? ambient.coords?.step ?? span?.step ?? null;
+        const data: Record<string, unknown> = { ...(options.data !== null && typeof options.data === 'object' ? options.data : {}) };
+        if (span !== null && data.span_id === undefined) data.span_id = span.id;
+        const labels = (ambient.coords ?? span?._coords)?.labels ?? null;
+        if (labels !== null && data.labels === undefined && Object.keys(labels).length > 0) data.labels = labels;
+        this.native.logEvent(this.eventLine(k, step, message, data));
+        return;
+      }
       this.native.logEvent(this.eventLine(k, options.step, message, options.data));
     } catch {
       // never throws
@@ -400,6 +567,8 @@ export class Recorder implements CrashHookTarget {
   flushSync(timeoutMs = 5000): boolean {
     if (this.native === null || this.closed) return true;
     this.sampleLogger?.settle();
+    // spans still running are written as `open`; their end is written when they end
+    this.spans?.writeOpen();
     return native(() => this.native!.flush(Math.max(0, Math.min(timeoutMs, 2 ** 31 - 1))));
   }
 
@@ -421,6 +590,7 @@ export class Recorder implements CrashHookTarget {
     if (this.native === null) return { counters: { ...ZERO }, compaction: null, error: null };
     if (this.summary) return this.summary;
     this.sampleLogger?.settle();
+    this.spans?.stop();
     // one deadline for everything close does
     const deadline = Date.now() + timeoutMs;
     const left = () => Math.min(2 ** 31 - 1, Math.max(1, Math.ceil(deadline - Date.now())));
@@ -449,6 +619,8 @@ export class Recorder implements CrashHookTarget {
             bytes: report.compaction.bytes,
             samplePartsMerged: report.compaction.samplePartsMerged,
             sampleRows: report.compaction.sampleRows,
+            spanPartsMerged: report.compaction.spanPartsMerged,
+            spanRows: report.compaction.spanRows,
           }
         : null,
       error: report.error ?? null,
@@ -481,6 +653,7 @@ export class Recorder implements CrashHookTarget {
       const e = error instanceof Error ? error : null;
       const message = e ? `${e.name}: ${e.message}` : `non-error thrown: ${describeValue(error).preview}`;
       this.sampleLogger?.settle();
+      this.spans?.writeOpen();
       this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.crash, null, message, {
         origin,
         name: e?.name ?? typeof error,
@@ -497,6 +670,7 @@ export class Recorder implements CrashHookTarget {
     if (this.closed || this.native === null) return;
     try {
       this.sampleLogger?.settle();
+      this.spans?.writeOpen();
       this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.signal, null, `received ${signal}`, { signal }));
       this.native.flush(CRASH_FLUSH_MS);
     } catch {

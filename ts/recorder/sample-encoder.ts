@@ -7,6 +7,7 @@
  * a `bad_record` event.
  */
 import { describeThrown, describeValue } from './describe-value.js';
+import type { SampleContext } from './sample-logger.js';
 
 const MAGIC = 0x31504d53;
 const TAG_NULL = 0;
@@ -34,7 +35,13 @@ export class SampleEncoder {
    * Encodes `samples[picks[2k]]` with reason code `picks[2k + 1]` for every k; returns a
    * view of the encoded bytes (valid until the next call).
    */
-  encode(samples: ArrayLike<unknown>, picks: ArrayLike<number>, callStep: number | undefined): Uint8Array {
+  encode(
+    samples: ArrayLike<unknown>,
+    picks: ArrayLike<number>,
+    callStep: number | undefined,
+    context: SampleContext | null = null,
+    single = false,
+  ): Uint8Array {
     this.at = 0;
     this.u32(MAGIC);
     this.f64(typeof callStep === 'number' ? callStep : NaN);
@@ -44,7 +51,7 @@ export class SampleEncoder {
       const index = picks[2 * k];
       const start = this.at;
       try {
-        this.sample(samples[index], index, picks[2 * k + 1]);
+        this.sample(samples[index], index, picks[2 * k + 1], context, single);
       } catch (error) {
         // a getter or proxy trap threw mid-sample: replace what was written by a marker
         this.at = start;
@@ -57,7 +64,7 @@ export class SampleEncoder {
     return this.buf.subarray(0, this.at);
   }
 
-  private sample(s: unknown, index: number, reason: number): void {
+  private sample(s: unknown, index: number, reason: number, context: SampleContext | null, single: boolean): void {
     this.u32(index);
     this.u8(reason);
     if (s === null || typeof s !== 'object' || Array.isArray(s)) {
@@ -68,13 +75,39 @@ export class SampleEncoder {
     }
     const countAt = this.at;
     this.u16(0);
-    let fields = 0;
+    // the ambient context first: the sample's own fields come later and win
+    let fields = context === null ? 0 : this.contextFields(context, single);
     for (const key in s) {
       if (fields === MAX_FIELDS) break;
       this.value(key, (s as Record<string, unknown>)[key], true);
       fields++;
     }
     this.view.setUint16(countAt, fields, true);
+  }
+
+  private contextFields(c: SampleContext, single: boolean): number {
+    let n = 0;
+    if (c.spanId !== null) {
+      this.key(TAG_STRING, 'span_id');
+      this.str(c.spanId);
+      n++;
+    }
+    if (c.labelsJson !== null) {
+      this.key(TAG_STRING, 'labels');
+      this.str(c.labelsJson);
+      n++;
+    }
+    if (c.group !== null) {
+      this.key(TAG_STRING, 'group_id');
+      this.str(c.group);
+      n++;
+    }
+    if (c.sample !== null && single) {
+      this.key(TAG_STRING, 'sample_id');
+      this.str(c.sample);
+      n++;
+    }
+    return n;
   }
 
   private value(key: string, v: unknown, top: boolean): void {

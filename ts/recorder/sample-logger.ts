@@ -28,9 +28,19 @@ interface PendingSelection {
   samples: ArrayLike<unknown>;
   rewards: Float64Array;
   step: number | undefined;
+  context: SampleContext | null;
   sampling: Sampling;
   call: number;
   done: boolean;
+}
+
+/** The ambient span and unit a `logSamples` call was made in (recorder.ts). */
+export interface SampleContext {
+  spanId: string | null;
+  labelsJson: string | null;
+  step: number | null;
+  sample: string | null;
+  group: string | null;
 }
 
 type EventLine = (kind: string, step: number | null, message: string, data: unknown) => string;
@@ -57,7 +67,7 @@ export class SampleLogger {
     private readonly eventLine: EventLine,
   ) {}
 
-  log(samples: ArrayLike<unknown>, options: LogSamplesOptions | undefined): void {
+  log(samples: ArrayLike<unknown>, options: LogSamplesOptions | undefined, context: SampleContext | null = null): void {
     try {
       const o = resolveCallOptions(options, this.defaults);
       if (!o.ok) {
@@ -72,6 +82,8 @@ export class SampleLogger {
       if (n === 0) return;
       const call = this.calls++;
       const s = o.sampling;
+      // inside a unit or span: its step when the call gives none
+      const step = o.step ?? context?.step ?? undefined;
       if (!o.select || n <= s.topK + s.bottomK + s.randomK) {
         // `all` from a selection that kept the whole batch; no reason when none ran, so a
         // sample's own capture_reason stands
@@ -81,18 +93,18 @@ export class SampleLogger {
           picks[2 * i] = i;
           picks[2 * i + 1] = reason;
         }
-        this.push(samples, picks, o.step);
+        this.push(samples, picks, step, context);
         return;
       }
       const rewards = new Float64Array(n);
       for (let i = 0; i < n; i++) rewards[i] = rewardOf(samples[i]);
       if (n < ASYNC_SELECT_MIN_SAMPLES) {
-        this.push(samples, selectSamplesSync(rewards, this.nativeSampling(s, call)), o.step);
+        this.push(samples, selectSamplesSync(rewards, this.nativeSampling(s, call)), step, context);
         return;
       }
       // a shallow copy: a trainer that refills its rollout array after the call must not
       // change what is recorded (the sample objects themselves are still read later)
-      const p: PendingSelection = { samples: Array.from(samples), rewards, step: o.step, sampling: s, call, done: false };
+      const p: PendingSelection = { samples: Array.from(samples), rewards, step, context, sampling: s, call, done: false };
       this.pending.add(p);
       selectSamplesAsync(rewards, this.nativeSampling(s, call)).then(
         (picks) => this.finish(p, picks),
@@ -122,14 +134,15 @@ export class SampleLogger {
     p.done = true;
     this.pending.delete(p);
     try {
-      this.push(p.samples, picks ?? selectSamplesSync(p.rewards, this.nativeSampling(p.sampling, p.call)), p.step);
+      this.push(p.samples, picks ?? selectSamplesSync(p.rewards, this.nativeSampling(p.sampling, p.call)), p.step, p.context);
     } catch {
       // never throws (a recorder closed meanwhile refuses the push)
     }
   }
 
-  private push(samples: ArrayLike<unknown>, picks: Uint32Array, step: number | undefined): void {
-    const bytes = this.encoder.encode(samples, picks, step);
+  private push(samples: ArrayLike<unknown>, picks: Uint32Array, step: number | undefined, context: SampleContext | null): void {
+    // the unit's sample label names a sample only when the call logs one
+    const bytes = this.encoder.encode(samples, picks, step, context, samples.length === 1);
     this.native.pushSamples(bytes, picks.length >> 1);
   }
 

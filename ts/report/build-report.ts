@@ -23,8 +23,9 @@ import { VERSION } from '../version.js';
 import { chartGroups } from './chart-groups.js';
 import type { ChartSpec } from './chart-groups.js';
 import { DEFAULT_BUCKETS, downsample, stepRows } from './downsample.js';
-import { chooseSteps, evidenceSamples, evidenceSteps, samplesAt, stepSamples } from './forensics.js';
-import type { StepSamples } from './forensics.js';
+import { chooseSteps, evidenceSamples, evidenceSteps, sampleSpanTrees, samplesAt, stepSamples } from './forensics.js';
+import type { SampleSpans, StepSamples } from './forensics.js';
+import type { SpanKindCount } from '../schema/span-record.js';
 
 export interface ReportOptions {
   /** A second run: adds the diff section (`probe report A --against B`). */
@@ -142,6 +143,8 @@ export interface RunReport {
   /** Evidence samples by `step/sample_id` (see forensics.sampleKey). */
   evidence: Record<string, StoredSampleRecord>;
   forensics: StepSamples[];
+  /** Span counts per kind, and the rollout trees of the samples shown (when the run has spans). */
+  spans: { counts: SpanKindCount[] } & SampleSpans;
   events: { total: number; by_kind: Record<string, number>; listed: ReportEvent[] };
   diff: { b: { dir: string; manifest: RunManifest }; result: RunDiff; charts: ReportChart[] } | null;
 }
@@ -291,6 +294,9 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
     evidence = Object.fromEntries(evidenceSamples(diagnosis.findings, byStep));
   }
   const sampleCount = reader.sampleFiles().reduce((n, f) => n + f.rows, 0);
+  const spanCounts = reader.spanCounts();
+  const shownSamples = [...forensics.flatMap((f) => f.samples), ...Object.values(evidence)];
+  const sampleSpans: SampleSpans = spanCounts.length ? sampleSpanTrees(reader, shownSamples) : { rootOf: {}, trees: {} };
 
   progress('reading events');
   const events = reader.events();
@@ -331,6 +337,7 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
     diagnosis,
     evidence,
     forensics,
+    spans: { counts: spanCounts, ...sampleSpans },
     events: { total: events.length, by_kind: byKind, listed },
     diff,
   };

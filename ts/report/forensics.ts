@@ -5,6 +5,8 @@
  */
 import type { Finding } from '../doctor/finding.js';
 import type { RunReader } from '../reader/run-reader.js';
+import { spanForest } from '../reader/span-reader.js';
+import type { SpanTreeNode } from '../schema/span-record.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 
 export interface ChosenStep {
@@ -123,4 +125,32 @@ export function evidenceSamples(findings: Finding[], byStep: Map<number, StoredS
     }
   }
   return found;
+}
+
+/**
+ * The span trees of the shown samples (by root id) and each sample span's root: two reads,
+ * the samples' spans then every span of their trees. Empty when the run has no spans.
+ */
+export function sampleSpanTrees(reader: RunReader, samples: Iterable<StoredSampleRecord>): SampleSpans {
+  const ids = new Set<string>();
+  for (const s of samples) if (s.span_id) ids.add(s.span_id);
+  const out: SampleSpans = { rootOf: {}, trees: {} };
+  if (ids.size === 0) return out;
+  const own = reader.spans({ id: [...ids] });
+  if (own.length === 0) return out;
+  for (const s of own) out.rootOf[s.span_id] = s.root_id;
+  const roots = [...new Set(own.map((s) => s.root_id))];
+  for (const node of spanForest(reader.spans({ root: roots }))) {
+    const root = node.span.root_id;
+    if (out.trees[root] === undefined) out.trees[root] = node;
+    else out.trees[root].children.push(node); // an orphan (its parent never written) under its root
+  }
+  return out;
+}
+
+export interface SampleSpans {
+  /** A sample's span id → the root of its tree. */
+  rootOf: Record<string, string>;
+  /** Trees by root span id. */
+  trees: Record<string, SpanTreeNode>;
 }

@@ -1,5 +1,6 @@
 /** Small HTML builders the report's sections share: escaping, numbers, tables, samples. */
 import type { StoredSampleRecord } from '../schema/sample-record.js';
+import type { SpanTreeNode } from '../schema/span-record.js';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -38,7 +39,7 @@ function chip(label: string, value: string, cls = ''): string {
  * One sample: its figures as chips, the full prompt and completion behind a disclosure
  * (never cut: this is where a person reads what the policy actually wrote).
  */
-export function sampleCard(s: StoredSampleRecord, why?: string): string {
+export function sampleCard(s: StoredSampleRecord, why?: string, tree?: SpanTreeNode): string {
   const chips = [
     chip('step', esc(s.step)),
     chip('id', esc(s.sample_id)),
@@ -62,6 +63,49 @@ export function sampleCard(s: StoredSampleRecord, why?: string): string {
     `<div class="sample">${why ? `<div class="why">${esc(why)}</div>` : ''}<div class="chips">${chips}</div>` +
     (figures ? `<div class="chips">${figures}</div>` : '') +
     (hasText ? `<details class="texts"><summary>prompt and completion</summary>${text('prompt', s.prompt_text)}${text('completion', s.completion_text)}</details>` : '') +
+    (tree ? spanTreeBlock(tree, s.span_id) : s.span_id ? `<div class="muted">span ${esc(s.span_id)} (not recorded)</div>` : '') +
     `</div>`
   );
+}
+
+/** Nodes drawn per tree; a longer trajectory says how many more it has. */
+const MAX_TREE_NODES = 300;
+
+function seconds(d: number | null): string {
+  if (d === null) return 'open';
+  return d < 1 ? `${num(d * 1000)} ms` : `${num(d)} s`;
+}
+
+/**
+ * A sample's rollout tree (rollout → turns → tool calls), its own span marked, behind a
+ * disclosure: kind, name, duration, status and attributes of each span.
+ */
+export function spanTreeBlock(root: SpanTreeNode, here: string | undefined): string {
+  let drawn = 0;
+  let total = 0;
+  const count = (n: SpanTreeNode): void => {
+    total++;
+    n.children.forEach(count);
+  };
+  count(root);
+  const item = (n: SpanTreeNode): string => {
+    if (drawn >= MAX_TREE_NODES) return '';
+    drawn++;
+    const s = n.span;
+    const attrs = Object.entries(s.attributes)
+      .slice(0, 6)
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(' ');
+    const status = s.status === 'ok' ? '' : ` <span class="${s.status === 'error' ? 'bad' : 'muted'}">${esc(s.status.toUpperCase())}${s.error ? ` ${esc(s.error)}` : ''}</span>`;
+    const children = n.children.map(item).join('');
+    return (
+      `<li${s.span_id === here ? ' class="here"' : ''}><b>${esc(s.kind)}</b> ${esc(s.name)} <span class="muted">${esc(seconds(s.duration_s))}${s.step !== null ? ` · step ${esc(s.step)}` : ''}</span>${status}` +
+      (attrs ? ` <span class="attrs">${esc(attrs.length > 300 ? `${attrs.slice(0, 300)}…` : attrs)}</span>` : '') +
+      (children ? `<ul>${children}</ul>` : '') +
+      `</li>`
+    );
+  };
+  const body = item(root);
+  const more = total > drawn ? `<p class="muted">… ${total - drawn} more spans (probe span list --root ${esc(root.span.span_id)} --tree)</p>` : '';
+  return `<details class="span-tree"><summary>${esc(root.span.kind)} tree (${total} span${total === 1 ? '' : 's'})</summary><ul>${body}</ul>${more}</details>`;
 }

@@ -12,6 +12,8 @@ import type { ObjectChange } from '../diff/object-diff.js';
 import type { ReportChart, RunReport } from './build-report.js';
 import { sampleKey } from './forensics.js';
 import { esc, jsonBlock, num, sampleCard, table } from './html-parts.js';
+import type { StoredSampleRecord } from '../schema/sample-record.js';
+import type { SpanTreeNode } from '../schema/span-record.js';
 
 interface Assets {
   uplotJs: string;
@@ -80,7 +82,7 @@ function findingBlock(f: Finding, i: number, r: RunReport): string {
   );
   const samples = f.samples.map((s) => {
     const rec = r.evidence[sampleKey(s.step, s.sample_id)];
-    return rec ? sampleCard(rec, s.why) : `<div class="sample missing"><div class="why">${esc(s.why)}</div>step ${esc(s.step)}, sample ${esc(s.sample_id)}: not found in the samples</div>`;
+    return rec ? sampleCard(rec, s.why, treeOf(r, rec)) : `<div class="sample missing"><div class="why">${esc(s.why)}</div>step ${esc(s.step)}, sample ${esc(s.sample_id)}: not found in the samples</div>`;
   });
   const cause = f.root_cause ? r.diagnosis.findings.findIndex((x) => x.code === f.root_cause) : -1;
   const rootCause = f.root_cause ? `<p>A consequence of ${cause >= 0 ? `<a href="#finding-${cause}">${esc(f.root_cause)}</a>` : esc(f.root_cause)}.</p>` : '';
@@ -133,13 +135,19 @@ function chartsSection(r: RunReport): string {
   return `<section id="charts"><h2>Charts</h2><p class="muted">${esc(note)} Drag to zoom, double-click to reset.</p>${body}</section>`;
 }
 
+/** The span tree a sample was logged in, when the run recorded it. */
+function treeOf(r: RunReport, s: StoredSampleRecord): SpanTreeNode | undefined {
+  const root = s.span_id === undefined ? undefined : r.spans.rootOf[s.span_id];
+  return root === undefined ? undefined : r.spans.trees[root];
+}
+
 function forensicsSection(r: RunReport): string {
   if (r.forensics.length === 0) {
     return `<section id="forensics"><h2>Samples</h2><p class="muted">${r.run.samples ? 'No steps chosen.' : 'This run has no per-sample records.'}</p></section>`;
   }
   const steps = r.forensics.map((s) => {
     const stored = Object.entries(s.stored).map(([k, n]) => `${k} ${n}`).join(', ') || 'none stored at this step';
-    const cards = s.samples.map((x) => sampleCard(x)).join('');
+    const cards = s.samples.map((x) => sampleCard(x, undefined, treeOf(r, x))).join('');
     return `<div class="forensic-step" id="samples-step-${esc(s.step)}"><h3>Step ${esc(s.step)}</h3><p class="muted">${esc(s.why.join('; '))} · stored: ${esc(stored)}</p>${cards}</div>`;
   });
   return `<section id="forensics"><h2>Samples</h2><p class="muted">Top, bottom and random samples at chosen steps (probe report --steps to choose others; probe samples for all).</p>${steps.join('')}</section>`;
@@ -236,6 +244,9 @@ function runSection(r: RunReport): string {
   const { trainer_config, environment, extra, ...facts } = r.run.manifest;
   return (
     `<section id="run"><h2>Run</h2><h3>Manifest</h3>${jsonBlock(facts, 'empty')}` +
+    (r.spans.counts.length
+      ? `<h3>Spans</h3>${table(['kind', 'spans', 'open', 'error'], r.spans.counts.map((c) => [esc(c.kind), esc(num(c.spans)), esc(num(c.open)), esc(num(c.error))]))}`
+      : '') +
     `<h3>Trainer config</h3>${jsonBlock(trainer_config, 'No trainer config recorded.')}` +
     `<h3>Environment</h3>${jsonBlock(environment, 'No environment recorded.')}` +
     `<h3>Extra</h3>${jsonBlock(extra, 'Nothing else recorded.')}</section>`

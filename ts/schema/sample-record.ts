@@ -28,6 +28,10 @@ export interface SampleRecord {
   capture_reason?: string;
   /** Any other numeric metric, stored as `extra.<name>` (as are unknown numeric fields). */
   extra?: Record<string, number>;
+  /** The span the sample belongs to; defaults to the ambient span (`recorder.span`). */
+  span_id?: string;
+  /** Labels; default: the ambient unit's (`recorder.unit`). */
+  labels?: Record<string, string | number | boolean>;
 }
 
 /** Why a sample was kept. */
@@ -57,7 +61,11 @@ export interface StoredSampleRecord {
   truncated?: boolean;
   capture_reason?: string;
   extra?: Record<string, number>;
+  /** The span it was logged under (see `RunReader.spanOfSample`). */
+  span_id?: string;
+  /** The unit's labels it was logged with. */
+  labels?: Record<string, string>;
 }
 
 /** Fields stored as text even when another writer stored them as numbers. */
-export const SAMPLE_TEXT_FIELDS = new Set(['sample_id', 'group_id', 'prompt_id', 'prompt_text', 'completion_text', 'capture_reason']);
+export const SAMPLE_TEXT_FIELDS = new Set(['sample_id', 'group_id', 'prompt_id', 'prompt_text', 'completion_text', 'capture_reason', 'span_id']);

@@ -38,6 +38,9 @@ pub struct CompactReport {
     /// the shards written.
     pub sample_parts_merged: usize,
     pub sample_rows: u64,
+    /// Likewise for spans: span parts merged, and spans in `spans/spans.parquet` afterwards.
+    pub span_parts_merged: usize,
+    pub span_rows: u64,
 }
 
 /// Holds the compaction lock of a run directory until dropped.
@@ -146,25 +149,34 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
 
     // Delete what steps.parquet now holds: this call's parts and an earlier call's leftovers.
     let parts_dir = run_dir.join(STEPS_PARTS_DIR);
-    for path in parts.iter().map(|s| &s.path).chain(sources.absorbed_leftovers.iter()) {
-        match fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
+    remove_absorbed_parts(&parts_dir, parts.iter().map(|s| &s.path).chain(sources.absorbed_leftovers.iter()), true)?;
     report.leftovers_removed = sources.absorbed_leftovers.len();
-    if parts_dir.is_dir() {
-        sync_dir(&parts_dir)?;
-        // An empty steps/ goes, as in the Python package; a live writer recreates it.
-        let _ = fs::remove_dir(&parts_dir);
-    }
     let compacted = run_dir.join(STEPS_FILE);
     if let Ok(meta) = fs::metadata(&compacted) {
         report.bytes = meta.len();
         report.rows = crate::parquet_io::row_count(File::open(&compacted)?)?;
     }
     Ok(report)
+}
+
+/// Deletes part files a published compacted table now holds (missing ones are fine) and
+/// makes that durable; `remove_empty_dir` also removes `dir` once empty (steps/ goes, as
+/// in the Python package; a live writer recreates it).
+pub fn remove_absorbed_parts<'a>(dir: &Path, paths: impl Iterator<Item = &'a std::path::PathBuf>, remove_empty_dir: bool) -> io::Result<()> {
+    for path in paths {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if dir.is_dir() {
+        sync_dir(dir)?;
+        if remove_empty_dir {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+    Ok(())
 }
 
 /// The part index the next writer of `run_dir` should start at.

@@ -11,6 +11,10 @@ pub const EVENTS_FILE: &str = "events.jsonl";
 pub const PART_PREFIX: &str = "part-";
 pub const SAMPLES_DIR: &str = "samples";
 pub const SHARD_PREFIX: &str = "shard-";
+/// Spans (an additive extension, format-notes "spans"): live parts `spans/part-*.parquet`
+/// and their compaction `spans/spans.parquet`, both inside `spans/`.
+pub const SPANS_DIR: &str = "spans";
+pub const SPANS_FILE: &str = "spans/spans.parquet";
 /// Rows per compacted sample shard (the Python package's shard size).
 pub const SAMPLE_SHARD_ROWS: usize = 4096;
 /// Footer key of a compacted sample shard: the id shared by the shards one compaction

@@ -12,6 +12,7 @@
 //! - `compact`: atomic, crash-safe compaction of part files
 //! - `events`: the append-only events.jsonl
 //! - `samples`: per-sample forensics (selection, wire form, shards, filtered reads)
+//! - `spans`: rollouts, turns, tool calls (wire form, parts, deduplicating compaction, reads)
 //! - `synth`: a realistic synthetic step table for benchmarks
 
 pub mod atomic;
@@ -24,6 +25,7 @@ pub mod parquet_io;
 pub mod props;
 pub mod ring;
 pub mod samples;
+pub mod spans;
 pub mod schema;
 pub mod steps_files;
 pub mod synth;

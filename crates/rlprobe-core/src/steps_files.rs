@@ -16,16 +16,16 @@ use crate::layout::{
 use crate::parquet_io::{footer_metadata_of, read_into};
 use crate::table::Table;
 
-/// An opened step file. Files are opened before any is read, so a concurrent compaction
-/// (which unlinks parts) cannot change what this read sees.
-pub struct StepSource {
+/// An opened step (or span) file. Files are opened before any is read, so a concurrent
+/// compaction (which unlinks parts) cannot change what this read sees.
+pub struct TableSource {
     pub path: PathBuf,
     pub file: File,
     pub compacted: bool,
 }
 
-pub struct StepSources {
-    pub sources: Vec<StepSource>,
+pub struct TableSources {
+    pub sources: Vec<TableSource>,
     /// Parts already inside `steps.parquet`, still on disk (interrupted compaction).
     pub absorbed_leftovers: Vec<PathBuf>,
     /// The smallest part index a new writer may use without colliding with a name the
@@ -65,16 +65,22 @@ pub fn name_list_json(names: &[String]) -> String {
 
 /// Opens the step files of `run_dir`. Retries when a listed part vanishes mid-way
 /// (a compaction absorbed it after we opened the older `steps.parquet`).
-pub fn open_step_sources(run_dir: &Path) -> io::Result<StepSources> {
-    crate::atomic::retry_while_files_move(|| try_open(run_dir))
+pub fn open_step_sources(run_dir: &Path) -> io::Result<TableSources> {
+    open_compacted_sources(run_dir, STEPS_FILE, STEPS_PARTS_DIR)
 }
 
-fn try_open(run_dir: &Path) -> io::Result<StepSources> {
+/// The files of a table kept as one compacted file plus part files (`steps`, `spans`):
+/// the compacted file first, then every part it did not absorb, in index order.
+pub fn open_compacted_sources(run_dir: &Path, compacted_name: &str, parts_dir: &str) -> io::Result<TableSources> {
+    crate::atomic::retry_while_files_move(|| try_open(run_dir, compacted_name, parts_dir))
+}
+
+fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str) -> io::Result<TableSources> {
     // Parts before steps.parquet: a compaction finishing in between then lists these parts
     // as absorbed (skipped). steps.parquet first would miss their rows: the old table lacks
     // them, and they are deleted by the time the parts are listed.
     let mut parts = Vec::new();
-    for (index, path) in list_parts(&run_dir.join(STEPS_PARTS_DIR))? {
+    for (index, path) in list_parts(&run_dir.join(parts_dir))? {
         // NotFound here means a compaction absorbed it after our listing: retry.
         let file = File::open(&path)?;
         parts.push((index, path, file));
@@ -82,11 +88,11 @@ fn try_open(run_dir: &Path) -> io::Result<StepSources> {
     let mut sources = Vec::new();
     let mut absorbed = HashSet::new();
     let mut next_part = 0;
-    let compacted_path = run_dir.join(STEPS_FILE);
+    let compacted_path = run_dir.join(compacted_name);
     match File::open(&compacted_path) {
         Ok(file) => {
             (absorbed, next_part) = compacted_footer(&file)?;
-            sources.push(StepSource { path: compacted_path, file, compacted: true });
+            sources.push(TableSource { path: compacted_path, file, compacted: true });
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
@@ -99,14 +105,14 @@ fn try_open(run_dir: &Path) -> io::Result<StepSources> {
             absorbed_leftovers.push(path);
             continue;
         }
-        sources.push(StepSource { path, file, compacted: false });
+        sources.push(TableSource { path, file, compacted: false });
     }
     for name in &absorbed {
         if let Some(i) = part_index(name) {
             next_part = next_part.max(i + 1);
         }
     }
-    Ok(StepSources { sources, absorbed_leftovers, next_part })
+    Ok(TableSources { sources, absorbed_leftovers, next_part })
 }
 
 /// Reads every step of a run (all columns, or only `columns`), each exactly once,

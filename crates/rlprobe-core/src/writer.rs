@@ -25,6 +25,10 @@ use crate::samples::batch::SampleBatch;
 use crate::samples::compact_samples;
 use crate::samples::files::{open_sample_sources, samples_dir};
 use crate::samples::wire::{decode_batch, BadSample};
+use crate::spans::batch::SpanBuilders;
+use crate::spans::compact::{compact_spans, next_span_part};
+use crate::spans::wire::{decode_views, BadSpan};
+use crate::layout::SPANS_DIR;
 use crate::parquet_io::{prewarm, write_table};
 use crate::props::Codec;
 use crate::ring::{self, PushError, RingMemory};
@@ -50,6 +54,8 @@ pub struct RecorderOptions {
     /// A sample part is published early once its buffered rows reach about this size, so
     /// long completions cannot pile up between two flushes.
     pub sample_part_bytes: usize,
+    /// Bytes of encoded spans the queue holds before further span batches drop.
+    pub span_queue_bytes: usize,
     /// Sees every step part right after it is published, on the writer thread (the live
     /// doctor's feed). The writer knows nothing of what it does with them.
     pub step_tap: Option<StepTap>,
@@ -80,10 +86,14 @@ impl RecorderOptions {
             tick: Duration::from_millis(10),
             sample_queue_bytes: 64 << 20,
             sample_part_bytes: 16 << 20,
+            span_queue_bytes: 64 << 20,
             step_tap: None,
         }
     }
 }
+
+/// Queued span bytes past which a push wakes the writer instead of waiting for its tick.
+const SPAN_WAKE_BYTES: usize = 1 << 20;
 
 /// Slots reserved per queued record: the 40-field record of the benchmark needs ~82.
 const SLOTS_PER_RECORD: usize = 96;
@@ -96,6 +106,8 @@ struct ProducerCounters {
     bad_reported: AtomicU64,
     samples_logged: AtomicU64,
     samples_dropped: AtomicU64,
+    spans_logged: AtomicU64,
+    spans_dropped: AtomicU64,
 }
 
 /// Written by the writer thread only (events_written: under the event-log lock).
@@ -109,6 +121,9 @@ struct WriterCounters {
     samples_written: AtomicU64,
     samples_bad: AtomicU64,
     samples_lost: AtomicU64,
+    spans_written: AtomicU64,
+    spans_bad: AtomicU64,
+    spans_lost: AtomicU64,
 }
 
 #[derive(Default)]
@@ -146,6 +161,16 @@ pub struct CountersSnapshot {
     /// Malformed samples (a `bad_record` event each).
     pub samples_bad: u64,
     pub samples_pending: u64,
+    /// Span writes handed to the writer (a span caught open by a flush and ended later is
+    /// written twice; readers keep the last write).
+    pub spans_logged: u64,
+    /// Span writes in published part files.
+    pub spans_written: u64,
+    /// Refused by a full span queue, or lost to a writer failure.
+    pub spans_dropped: u64,
+    /// Malformed spans (a `bad_record` event each).
+    pub spans_bad: u64,
+    pub spans_pending: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -178,15 +203,39 @@ struct Shared {
     changed: Condvar,
     reported_drops: AtomicU64,
     reported_sample_drops: AtomicU64,
-    samples: Mutex<SampleQueue>,
+    reported_span_drops: AtomicU64,
+    samples: Mutex<ByteQueue>,
     sample_queue_bytes: usize,
+    spans: Mutex<ByteQueue>,
+    span_queue_bytes: usize,
 }
 
-/// Encoded `logSamples` calls waiting for the writer, bounded by bytes.
+/// Encoded calls (`logSamples` calls, span batches) waiting for the writer, bounded by bytes.
 #[derive(Default)]
-struct SampleQueue {
+struct ByteQueue {
     batches: VecDeque<(Vec<u8>, u64)>,
     bytes: usize,
+}
+
+impl ByteQueue {
+    /// Queues `encoded` unless it would pass `limit` (one call larger than the whole queue
+    /// still goes in when the queue is empty).
+    fn offer(&mut self, encoded: Vec<u8>, count: u64, limit: usize) -> bool {
+        if self.bytes > 0 && self.bytes + encoded.len() > limit {
+            return false;
+        }
+        self.bytes += encoded.len();
+        self.batches.push_back((encoded, count));
+        true
+    }
+
+    fn pop(&mut self) -> Option<(Vec<u8>, u64)> {
+        let next = self.batches.pop_front();
+        if let Some((bytes, _)) = &next {
+            self.bytes -= bytes.len();
+        }
+        next
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -205,6 +254,10 @@ impl Shared {
         let samples_written = c.writer.samples_written.load(Acquire);
         let samples_dropped = c.producer.samples_dropped.load(Acquire) + c.writer.samples_lost.load(Acquire);
         let samples_bad = c.writer.samples_bad.load(Acquire);
+        let spans_logged = c.producer.spans_logged.load(Acquire);
+        let spans_written = c.writer.spans_written.load(Acquire);
+        let spans_dropped = c.producer.spans_dropped.load(Acquire) + c.writer.spans_lost.load(Acquire);
+        let spans_bad = c.writer.spans_bad.load(Acquire);
         CountersSnapshot {
             logged,
             written,
@@ -218,6 +271,11 @@ impl Shared {
             samples_dropped,
             samples_bad,
             samples_pending: samples_logged.saturating_sub(samples_written + samples_dropped + samples_bad),
+            spans_logged,
+            spans_written,
+            spans_dropped,
+            spans_bad,
+            spans_pending: spans_logged.saturating_sub(spans_written + spans_dropped + spans_bad),
         }
     }
 
@@ -234,12 +292,7 @@ impl Shared {
 
     /// The oldest queued `logSamples` call (its bytes and sample count).
     fn pop_sample_call(&self) -> Option<(Vec<u8>, u64)> {
-        let mut q = lock(&self.samples);
-        let next = q.batches.pop_front();
-        if let Some((bytes, _)) = &next {
-            q.bytes -= bytes.len();
-        }
-        next
+        lock(&self.samples).pop()
     }
 
     fn record_error(&self, message: String) {
@@ -268,8 +321,10 @@ impl Recorder {
         std::fs::create_dir_all(&parts_dir)?;
         remove_stray_temps(&parts_dir, ".part-")?;
         remove_stray_temps(&samples_dir(&opts.run_dir), ".part-")?;
+        remove_stray_temps(&opts.run_dir.join(SPANS_DIR), ".part-")?;
         let next_part = next_part_index(&opts.run_dir)?;
         let next_sample_part = open_sample_sources(&opts.run_dir)?.next_part;
+        let next_span_part = next_span_part(&opts.run_dir)?;
         let event_log = EventLog::open(&opts.run_dir.join(EVENTS_FILE))?;
         let capacity = opts.queue_capacity.max(1);
         let (producer, consumer) = ring::channel(capacity, capacity.saturating_mul(SLOTS_PER_RECORD));
@@ -286,8 +341,11 @@ impl Recorder {
             changed: Condvar::new(),
             reported_drops: AtomicU64::new(0),
             reported_sample_drops: AtomicU64::new(0),
-            samples: Mutex::new(SampleQueue::default()),
+            reported_span_drops: AtomicU64::new(0),
+            samples: Mutex::new(ByteQueue::default()),
             sample_queue_bytes: opts.sample_queue_bytes.max(1),
+            spans: Mutex::new(ByteQueue::default()),
+            span_queue_bytes: opts.span_queue_bytes.max(1),
         });
         let state = WriterThread {
             batch: StepBatch::new(opts.rank),
@@ -298,6 +356,9 @@ impl Recorder {
             samples: SampleBatch::default(),
             samples_in_flight: 0,
             next_sample_part,
+            spans: SpanBuilders::default(),
+            spans_in_flight: 0,
+            next_span_part,
             last_publish: Instant::now(),
             record: Vec::with_capacity(256),
             opts: opts.clone(),
@@ -370,19 +431,31 @@ impl Recorder {
     /// false (the samples counted as dropped) when the sample queue is full.
     pub fn push_samples(&self, encoded: Vec<u8>, count: u64) -> bool {
         bump(&self.shared.counters.producer.samples_logged, count);
-        {
-            let mut q = lock(&self.shared.samples);
-            // one call larger than the whole queue still goes in when the queue is empty
-            if q.bytes > 0 && q.bytes + encoded.len() > self.shared.sample_queue_bytes {
-                drop(q);
-                bump(&self.shared.counters.producer.samples_dropped, count);
-                return false;
-            }
-            q.bytes += encoded.len();
-            q.batches.push_back((encoded, count));
+        let queued = lock(&self.shared.samples).offer(encoded, count, self.shared.sample_queue_bytes);
+        if !queued {
+            bump(&self.shared.counters.producer.samples_dropped, count);
+            return false;
         }
         self.writer.unpark();
         true
+    }
+
+    /// Enqueues a batch of `count` encoded spans (spans/wire.rs). Never blocks; false (the
+    /// spans counted as dropped) when the span queue is full. The writer publishes them
+    /// on the steps' cadence; a backlog past `SPAN_WAKE_BYTES` wakes it early.
+    pub fn push_spans(&self, encoded: Vec<u8>, count: u64) -> bool {
+        bump(&self.shared.counters.producer.spans_logged, count);
+        let (queued, backlog) = {
+            let mut q = lock(&self.shared.spans);
+            (q.offer(encoded, count, self.shared.span_queue_bytes), q.bytes)
+        };
+        if !queued {
+            bump(&self.shared.counters.producer.spans_dropped, count);
+        } else if backlog >= SPAN_WAKE_BYTES {
+            // a burst: drain now rather than at the next tick
+            self.writer.unpark();
+        }
+        queued
     }
 
     /// A record the encoder refused: counted as logged and bad, its event queued.
@@ -497,6 +570,11 @@ struct WriterThread {
     /// bad or lost: a panic in between counts them as lost, keeping the invariant.
     samples_in_flight: u64,
     next_sample_part: u64,
+    /// Decoded spans, straight into column builders (no allocation per field).
+    spans: SpanBuilders,
+    /// As `samples_in_flight`, for spans.
+    spans_in_flight: u64,
+    next_span_part: u64,
     last_publish: Instant,
 }
 
@@ -518,6 +596,10 @@ impl WriterThread {
                 self.samples.clear();
                 self.samples_in_flight = 0;
                 bump(&self.shared.counters.writer.samples_lost, lost_samples);
+                let lost_spans = self.spans.rows() as u64 + self.spans_in_flight;
+                self.spans = SpanBuilders::default();
+                self.spans_in_flight = 0;
+                bump(&self.shared.counters.writer.spans_lost, lost_spans);
                 self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
             }
             let mut c = lock(&self.shared.control);
@@ -545,7 +627,8 @@ impl WriterThread {
         }
         self.drain();
         self.drain_samples();
-        let buffered = self.batch.rows() > 0 || self.samples.rows() > 0;
+        self.drain_spans();
+        let buffered = self.batch.rows() > 0 || self.samples.rows() > 0 || self.spans.rows() > 0;
         let due = self.batch.rows() >= self.opts.flush_steps
             || (buffered && self.last_publish.elapsed() >= self.opts.flush_interval);
         let forced = {
@@ -556,6 +639,7 @@ impl WriterThread {
             // samples go out on the steps' cadence
             self.publish_part();
             self.publish_sample_part();
+            self.publish_span_part();
             self.report_drops();
         }
         let mut log = lock(&self.shared.event_log);
@@ -674,6 +758,92 @@ impl WriterThread {
         }
     }
 
+    /// Decodes queued span batches into the span buffer; malformed spans become
+    /// `bad_record` events.
+    fn drain_spans(&mut self) {
+        loop {
+            let Some((encoded, count)) = lock(&self.shared.spans).pop() else { break };
+            self.spans_in_flight = count;
+            // all of a batch or none of it: a torn buffer counts whole as bad
+            let mut views = Vec::with_capacity((count as usize).min(encoded.len() / 60));
+            match decode_views(&encoded, |v| views.push(v)) {
+                Ok(bad) => {
+                    bump(&self.shared.counters.writer.spans_bad, bad.len() as u64);
+                    for v in &views {
+                        self.spans.append(v, self.shared.rank);
+                    }
+                    self.spans_in_flight = 0;
+                    for b in &bad {
+                        self.report_bad_span(b);
+                    }
+                }
+                Err(reason) => {
+                    bump(&self.shared.counters.writer.spans_bad, count);
+                    self.spans_in_flight = 0;
+                    let line = event_line(
+                        "bad_record",
+                        None,
+                        self.shared.rank,
+                        &format!("{count} spans dropped by the writer: {reason}"),
+                        &format!("{{\"record\":\"span\",\"field\":\"spans\",\"reason\":{}}}", crate::events::json_string(&reason)),
+                    );
+                    let _ = self.shared.write_events(Some(&line));
+                }
+            }
+            if self.spans.bytes() >= self.opts.sample_part_bytes {
+                self.publish_span_part();
+            }
+        }
+    }
+
+    fn report_bad_span(&self, b: &BadSpan) {
+        use crate::events::json_string;
+        let line = event_line(
+            "bad_record",
+            None,
+            self.shared.rank,
+            &format!("span {} dropped: `{}` {}", b.span_id, b.field, b.reason),
+            &format!(
+                "{{\"record\":\"span\",\"span_id\":{},\"field\":{},\"reason\":{}}}",
+                json_string(&b.span_id),
+                json_string(b.field),
+                json_string(&b.reason)
+            ),
+        );
+        let _ = self.shared.write_events(Some(&line));
+    }
+
+    fn publish_span_part(&mut self) {
+        if self.spans.rows() == 0 {
+            return;
+        }
+        let n = self.spans.rows() as u64;
+        let name = part_name(self.next_span_part);
+        let dir = self.opts.run_dir.join(SPANS_DIR);
+        let batch = self.spans.finish();
+        // from here the rows are out of the builders: a panic counts them as lost
+        self.spans_in_flight = n;
+        let result = batch.map_err(std::io::Error::other).and_then(|batch| {
+            std::fs::create_dir_all(&dir)?;
+            publish(&dir, &name, |file| {
+                let mut w = crate::parquet_io::arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
+                w.write(&batch).map_err(crate::parquet_io::to_io)?;
+                Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
+            })
+        });
+        self.spans_in_flight = 0;
+        match result {
+            Ok(()) => {
+                self.next_span_part += 1;
+                bump(&self.shared.counters.writer.spans_written, n);
+            }
+            Err(e) => {
+                bump(&self.shared.counters.writer.spans_lost, n);
+                self.shared.record_error(format!("{n} spans lost: writing spans/{name} failed: {e}"));
+            }
+        }
+    }
+
     fn publish_part(&mut self) {
         self.last_publish = Instant::now();
         if self.batch.rows() == 0 {
@@ -726,6 +896,10 @@ impl WriterThread {
         self.report_new_drops(samples, &self.shared.reported_sample_drops, |new, total| {
             (format!("{new} samples dropped: the sample queue was full ({total} in total)"), ",\"record\":\"sample\"".into())
         });
+        let spans = self.shared.counters.producer.spans_dropped.load(Acquire);
+        self.report_new_drops(spans, &self.shared.reported_span_drops, |new, total| {
+            (format!("{new} spans dropped: the span queue was full ({total} in total)"), ",\"record\":\"span\"".into())
+        });
     }
 
     /// One `recorder_drops` event for the drops past `reported`; `describe` gives the
@@ -747,7 +921,14 @@ impl WriterThread {
             let both = || {
                 let steps = compact_steps(&self.opts.run_dir)?;
                 let samples = compact_samples(&self.opts.run_dir)?;
-                Ok::<_, std::io::Error>(CompactReport { sample_parts_merged: samples.parts_merged, sample_rows: samples.rows, ..steps })
+                let spans = compact_spans(&self.opts.run_dir)?;
+                Ok::<_, std::io::Error>(CompactReport {
+                    sample_parts_merged: samples.parts_merged,
+                    sample_rows: samples.rows,
+                    span_parts_merged: spans.parts_merged,
+                    span_rows: spans.rows,
+                    ..steps
+                })
             };
             match catch_unwind(AssertUnwindSafe(both)) {
                 Ok(Ok(r)) => Some(r),
@@ -766,6 +947,8 @@ impl WriterThread {
         // calls still queued (the last cycle failed before draining them) are lost
         let stranded: u64 = lock(&self.shared.samples).batches.drain(..).map(|(_, n)| n).sum();
         bump(&self.shared.counters.writer.samples_lost, stranded);
+        let stranded_spans: u64 = lock(&self.shared.spans).batches.drain(..).map(|(_, n)| n).sum();
+        bump(&self.shared.counters.writer.spans_lost, stranded_spans);
         let _ = self.shared.write_events(None);
         let _ = lock(&self.shared.event_log).sync();
         CloseReport {

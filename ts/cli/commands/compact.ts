@@ -16,7 +16,9 @@ function describe(p: CompactProgress): string {
   const size =
     p.unit.what === 'steps'
       ? `; steps.parquet has ${r.rows} rows (${bytes(r.bytes)})`
-      : r.partsMerged
+      : p.unit.what === 'spans'
+        ? `; spans/spans.parquet has ${r.rows} spans (${bytes(r.bytes)})`
+        : r.partsMerged
         ? `; ${r.rows} samples into new shards (${bytes(r.bytes)})`
         : '';
   return `${where}${p.unit.what}: ${merged}${cleanup}${size}`;
@@ -25,7 +27,7 @@ function describe(p: CompactProgress): string {
 export class CompactCommand extends ProbeCommand {
   static paths = [['compact']];
   static usage = Command.Usage({
-    description: 'Merge part files into steps.parquet and 4096-row sample shards, in the run and every rank directory',
+    description: 'Merge part files into steps.parquet, 4096-row sample shards and spans/spans.parquet, in the run and every rank directory',
     details: 'Atomic and idempotent; works on crashed and live runs. Only merges part files: no recorded value is rewritten.',
     examples: [['Compact a crashed run', '$0 compact runs/exp1']],
   });

@@ -39,12 +39,16 @@ export class InfoCommand extends ProbeCommand {
       byKind[e.kind] = (byKind[e.kind] ?? 0) + 1;
       if (e.kind === RECORDER_EVENT_KINDS.drops && typeof e.data.count === 'number') {
         if (e.data.record === 'sample') droppedSamples += e.data.count;
-        else dropped += e.data.count;
+        else if (e.data.record !== 'span') dropped += e.data.count;
       }
     }
     const sampleFiles = reader.sampleFiles();
     const sampleRows = sampleFiles.reduce((a, f) => a + f.rows, 0);
     const sampleRanks = [...new Set(sampleFiles.map((f) => f.rank))];
+    const spanKinds = reader.spanCounts();
+    const spanTotal = spanKinds.reduce((a, c) => a + c.spans, 0);
+    let droppedSpans = 0;
+    for (const e of events) if (e.kind === RECORDER_EVENT_KINDS.drops && e.data.record === 'span' && typeof e.data.count === 'number') droppedSpans += e.data.count;
     const status = runStatus(events);
     const last = events.at(-1) ?? null;
     const lastWrite = reader.lastWriteMs();
@@ -69,6 +73,9 @@ export class InfoCommand extends ProbeCommand {
       sample_ranks: sampleRanks,
       rank_dirs: reader.rankDirs().length,
       dropped_samples: droppedSamples,
+      spans: spanTotal,
+      spans_by_kind: spanKinds,
+      dropped_spans: droppedSpans,
       migrated_from: reader.adapter.migrated ? reader.adapter.fromVersion : null,
       bad_records: byKind[RECORDER_EVENT_KINDS.badRecord] ?? 0,
       status: { state: status.state, summary: status.summary },
@@ -91,9 +98,10 @@ export class InfoCommand extends ProbeCommand {
       ['layout', `${layout}: ${files.length} file${files.length === 1 ? '' : 's'}, ${bytes(info.bytes)}${leftovers ? `, ${leftovers} absorbed part(s) awaiting cleanup` : ''}`],
       ['steps', steps.length ? `${min} … ${max}  (${steps.length} rows, ${columns.length} columns)` : 'none yet'],
       ['samples', sampleRows ? `${sampleRows} in ${sampleFiles.length} file${sampleFiles.length === 1 ? '' : 's'} (${bytes(info.sample_bytes)})${sampleRanks.length > 1 || sampleRanks[0] !== 0 ? `, ranks ${sampleRanks.join(', ')}` : ''}` : 'none'],
+      ['spans', spanTotal ? spanKinds.map((c) => `${c.kind} ${c.spans}${c.error ? ` (${c.error} error)` : ''}${c.open ? ` (${c.open} open)` : ''}`).join(', ') : 'none'],
       ['status', status.summary],
       ['events', `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
-      ['drops', dropped || droppedSamples ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : ''].filter(Boolean).join(', ') + ' dropped (queue full)' : 'none'],
+      ['drops', dropped || droppedSamples || droppedSpans ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : '', droppedSpans ? `${droppedSpans} span writes` : ''].filter(Boolean).join(', ') + ' dropped (queue full)' : 'none'],
       ['bad records', String(info.bad_records || 'none')],
     ];
     if (last) rows.push(['last event', `${isoSeconds(last.timestamp)}  ${last.kind}${last.step !== null ? ` @ step ${last.step}` : ''}  ${last.message}`]);

@@ -134,6 +134,10 @@ export function formatSample(s: StoredSampleRecord, full: boolean): string {
   if (s.kl_contribution !== undefined) extras.push(`kl=${num(s.kl_contribution, 4)}`);
   for (const [k, v] of Object.entries(s.extra ?? {})) extras.push(`${k}=${num(v)}`);
   if (extras.length) lines.push(`  metrics     ${extras.join('  ')}`);
+  if (s.span_id !== undefined || s.labels !== undefined) {
+    const labels = Object.entries(s.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
+    lines.push(`  span        ${s.span_id ?? '—'}${labels ? `  labels ${labels}` : ''}`);
+  }
   const show = (label: string, text: string | undefined) => {
     if (text === undefined) return;
     if (full) lines.push(`  ${label}:`, ...text.split('\n').map((l) => `    ${l}`));

@@ -31,6 +31,9 @@ pub const SAMPLE_COLUMNS: &[(&str, SampleColumnType)] = &[
     ("completion_len", SampleColumnType::Int),
     ("truncated", SampleColumnType::Bool),
     ("capture_reason", SampleColumnType::Text),
+    // ours (format-notes: spans); the Python package's reader ignores them
+    ("span_id", SampleColumnType::Text),
+    ("labels", SampleColumnType::Text),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +146,8 @@ pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch, String> {
                 Arc::new(b.finish())
             }
             "capture_reason" => texts(&|r| r.capture_reason.as_deref()),
+            "span_id" => texts(&|r| r.span_id.as_deref()),
+            "labels" => texts(&|r| r.labels.as_deref()),
             other => return Err(format!("no builder for sample column {other}")),
         };
         fields.push(Field::new(name, ty.data_type(), true));

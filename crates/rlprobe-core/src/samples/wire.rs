@@ -43,6 +43,10 @@ pub struct SampleRow {
     pub completion_len: Option<i64>,
     pub truncated: Option<bool>,
     pub capture_reason: Option<String>,
+    /// The span the sample was logged under (the recorder's ambient span), if any.
+    pub span_id: Option<String>,
+    /// The ambient unit's labels, a JSON object of strings (format-notes: spans).
+    pub labels: Option<String>,
     /// Unknown numeric fields and the `extra` dict: `extra.<name>` columns.
     pub extra: Vec<(String, f64)>,
 }
@@ -56,6 +60,8 @@ impl SampleRow {
             + s(&self.prompt_id)
             + s(&self.prompt_text)
             + s(&self.completion_text)
+            + s(&self.span_id)
+            + s(&self.labels)
             + self.completion_token_ids.as_ref().map_or(0, |v| v.len() * 8)
             + (self.reward_components.len() + self.extra.len()) * 32
     }
@@ -348,6 +354,8 @@ fn build_row(
                 _ => return Err(bad("truncated", "expected a boolean", v)),
             },
             "capture_reason" => user_reason = text("capture_reason", v)?,
+            "span_id" => row.span_id = id_string("span_id", v)?,
+            "labels" => row.labels = labels_json(v).map_err(|reason| bad("labels", reason, v))?,
             // the encoder's marker for a sample it could not read (not an object, a throwing getter)
             "record" if matches!(v, Value::Other(_)) => return Err(bad("record", "not a readable sample object", v)),
             other => match v {
@@ -387,6 +395,31 @@ fn build_row(
         Some(r) => Some(r.as_str().to_string()),
     };
     Ok(row)
+}
+
+/// A sample's labels as the JSON object text stored in the `labels` column: the recorder
+/// sends the text it built; a caller may give an object of strings, numbers or booleans.
+fn labels_json(v: &Value) -> Result<Option<String>, &'static str> {
+    use crate::events::json_string;
+    match v {
+        Value::Null => Ok(None),
+        Value::Str(s) if s.starts_with('{') && s.ends_with('}') => Ok(Some(s.to_string())),
+        Value::Object(entries) => {
+            let mut members = Vec::with_capacity(entries.len());
+            for (k, x) in entries {
+                let text = match x {
+                    Value::Str(s) => s.to_string(),
+                    Value::Number(n) => format_number(*n),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Null => continue,
+                    _ => return Err("expected label values that are strings, numbers or booleans"),
+                };
+                members.push(format!("{}:{}", json_string(k), json_string(&text)));
+            }
+            Ok(Some(format!("{{{}}}", members.join(","))))
+        }
+        _ => Err("expected an object of labels"),
+    }
 }
 
 /// Encodes samples in the wire form (the JS encoder's twin; used by tests and benches).
@@ -531,6 +564,17 @@ mod tests {
         assert_eq!(bad[1].value_type, "string");
         assert_eq!(bad[1].value_preview, "\"high\"");
         assert!(bad.iter().all(|b| b.step == Some(5)));
+    }
+
+    #[test]
+    fn span_ids_and_labels_are_kept() {
+        let mut w = WireWriter::new(Some(3));
+        w.sample(0, None, &[("span_id", W::Str("ab12")), ("labels", W::Str(r#"{"sample":"s1"}"#))]);
+        w.sample(1, None, &[("labels", W::Str("not json"))]);
+        let (rows, bad) = decode_batch(&w.buf, 0).unwrap();
+        assert_eq!(rows[0].span_id.as_deref(), Some("ab12"));
+        assert_eq!(rows[0].labels.as_deref(), Some(r#"{"sample":"s1"}"#));
+        assert_eq!(bad[0].field, "labels");
     }
 
     #[test]

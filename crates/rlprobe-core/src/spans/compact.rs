@@ -1,0 +1,90 @@
+//! Span compaction: the live parts (and an earlier `spans.parquet`) → one
+//! `spans/spans.parquet` holding each span once, at its last write, sorted by step then
+//! start time so a step query reads only the row groups that hold that step.
+//!
+//! Crash safety is the steps' (compact.rs): the new file is published atomically, its
+//! footer lists the parts it absorbed, parts are deleted after; readers skip listed parts
+//! that a crash left behind. Unlike steps, the table is held in memory while it is
+//! deduplicated (two copies of it at the peak).
+
+use std::io;
+use std::path::Path;
+
+use arrow::array::BooleanArray;
+use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
+use parquet::file::metadata::KeyValue;
+
+use super::batch::span_schema;
+use super::read::{last_writes, load, open_sources, SpanFilter};
+use crate::atomic::{publish, remove_stray_temps};
+use crate::compact::{lock_run, remove_absorbed_parts, CompactReport};
+use crate::layout::{META_COMPACTED_PARTS, META_NEXT_PART, SPANS_DIR, SPANS_FILE};
+use crate::parquet_io::{arrow_writer, row_count, to_io};
+use crate::props::Codec;
+use crate::steps_files::name_list_json;
+
+/// Merges the run's span parts into `spans/spans.parquet`. Idempotent; safe while a
+/// recorder still writes parts (they go into the next compaction). In the report,
+/// `parts_merged` and `rows` are the spans'.
+pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
+    let dir = run_dir.join(SPANS_DIR);
+    let mut report = CompactReport::default();
+    if !dir.is_dir() {
+        return Ok(report);
+    }
+    let _lock = lock_run(run_dir)?;
+    remove_stray_temps(&dir, ".spans")?;
+    let sources = open_sources(run_dir)?;
+    let parts: Vec<_> = sources.sources.iter().filter(|s| !s.compacted).map(|s| s.path.clone()).collect();
+    if !parts.is_empty() {
+        // each stage drops the one before it: at most two copies of the table at a time
+        let unique = {
+            let (batches, _, _) = load(run_dir, &SpanFilter::default(), None)?;
+            let keep = last_writes(&batches);
+            let mut unique = Vec::with_capacity(batches.len());
+            for (b, k) in batches.iter().zip(keep) {
+                unique.push(arrow::compute::filter_record_batch(b, &BooleanArray::from(k)).map_err(to_io)?);
+            }
+            unique
+        };
+        let all = arrow::compute::concat_batches(&span_schema(), &unique).map_err(to_io)?;
+        drop(unique);
+        let sort = |name: &str| SortColumn {
+            values: all.column_by_name(name).unwrap().clone(),
+            options: Some(SortOptions { descending: false, nulls_first: false }),
+        };
+        let order = lexsort_to_indices(&[sort("step"), sort("start_time")], None).map_err(to_io)?;
+        let sorted = arrow::compute::take_record_batch(&all, &order).map_err(to_io)?;
+        drop(all);
+        let names: Vec<String> = parts
+            .iter()
+            .chain(sources.absorbed_leftovers.iter())
+            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
+        let metadata = vec![
+            KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
+            KeyValue::new(META_NEXT_PART.to_string(), sources.next_part.to_string()),
+        ];
+        // kinds, names, statuses and labels repeat: dictionary-encode the text columns
+        let codec = Codec { dictionary: true, ..Codec::default() };
+        let file_name = Path::new(SPANS_FILE).file_name().unwrap().to_string_lossy().to_string();
+        publish(&dir, &file_name, |file| {
+            let mut w = arrow_writer(file, sorted.schema(), codec, metadata)?;
+            w.write(&sorted).map_err(to_io)?;
+            Ok(((), w.into_inner().map_err(to_io)?))
+        })?;
+        report.parts_merged = parts.len();
+    }
+    report.leftovers_removed = sources.absorbed_leftovers.len();
+    remove_absorbed_parts(&dir, parts.iter().chain(sources.absorbed_leftovers.iter()), false)?;
+    if let Ok(meta) = std::fs::metadata(run_dir.join(SPANS_FILE)) {
+        report.bytes = meta.len();
+        report.rows = row_count(std::fs::File::open(run_dir.join(SPANS_FILE))?)?;
+    }
+    Ok(report)
+}
+
+/// The part index the next writer of `run_dir` should start its span parts at.
+pub fn next_span_part(run_dir: &Path) -> io::Result<u64> {
+    Ok(open_sources(run_dir)?.next_part)
+}

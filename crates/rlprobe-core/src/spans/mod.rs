@@ -1,0 +1,20 @@
+//! Spans (format-notes: spans): named, typed, nested intervals of a run — rollouts, turns,
+//! tool calls — written by the recorder as append-only parts and compacted into
+//! `spans/spans.parquet`, where a span written twice keeps its last write.
+//!
+//! - `wire`: the batch the JS recorder encodes, decoded on the writer thread
+//! - `batch`: rows → an Arrow batch with the span columns
+//! - `compact`: parts → one deduplicated, step-sorted file
+//! - `read`: each span once, filtered; counts per kind
+
+pub mod batch;
+pub mod compact;
+pub mod read;
+pub mod wire;
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use compact::compact_spans;
+pub use read::{read_spans, span_counts, KindCount, SpanFilter, SpanRead};
+pub use wire::{decode_spans, encode_spans, SpanRow, SpanStatus};

@@ -1,0 +1,84 @@
+//! Spans across the boundary: filtered reads (each span once, at its last write) handed
+//! over as columns, counts per kind, compaction.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use rlprobe_core::spans::{read_spans as core_read_spans, span_counts as core_span_counts, SpanFilter};
+
+use crate::samples::{to_js_with_dicts, NativeSampleBatch};
+use crate::{io_err, NativeCompactReport};
+
+#[napi(object)]
+pub struct NativeSpanFilter {
+    pub kinds: Option<Vec<String>>,
+    pub step_min: Option<f64>,
+    pub step_max: Option<f64>,
+    pub span_ids: Option<Vec<String>>,
+    pub root_ids: Option<Vec<String>>,
+    pub parent_ids: Option<Vec<String>>,
+    /// `[key, value]` pairs, all required.
+    pub labels: Option<Vec<Vec<String>>>,
+    pub statuses: Option<Vec<String>>,
+    pub limit: Option<u32>,
+}
+
+#[napi(object)]
+pub struct NativeSpanRead {
+    /// The matching spans, earliest start first, as columns.
+    pub batch: NativeSampleBatch,
+    /// Distinct spans in the run.
+    pub total: f64,
+    /// Spans matching the filter before `limit`.
+    pub matched: f64,
+}
+
+#[napi(object)]
+pub struct NativeSpanKindCount {
+    pub kind: String,
+    pub spans: f64,
+    pub open: f64,
+    pub error: f64,
+}
+
+fn set(v: Option<Vec<String>>) -> Option<HashSet<String>> {
+    v.map(|v| v.into_iter().collect())
+}
+
+/// A run directory's spans matching `filter` (this directory only; the reader merges ranks).
+#[napi(catch_unwind)]
+pub fn read_spans(run_dir: String, filter: NativeSpanFilter) -> Result<NativeSpanRead> {
+    let f = SpanFilter {
+        kinds: filter.kinds.unwrap_or_default(),
+        step_min: filter.step_min.map(|x| x.ceil() as i64),
+        step_max: filter.step_max.map(|x| x.floor() as i64),
+        span_ids: set(filter.span_ids),
+        root_ids: set(filter.root_ids),
+        parent_ids: set(filter.parent_ids),
+        labels: filter.labels.unwrap_or_default().into_iter().filter(|kv| kv.len() == 2).map(|kv| (kv[0].clone(), kv[1].clone())).collect(),
+        statuses: filter.statuses.unwrap_or_default(),
+        limit: filter.limit.map(|n| n as usize),
+    };
+    let read = core_read_spans(&PathBuf::from(run_dir), &f).map_err(io_err)?;
+    // text that repeats across a run's spans crosses once per distinct value
+    const DICTS: &[&str] = &["parent_id", "root_id", "kind", "name", "status", "error", "sample_id", "group_id", "labels", "key"];
+    Ok(NativeSpanRead { batch: to_js_with_dicts(&read.batch, DICTS)?, total: read.total as f64, matched: read.matched as f64 })
+}
+
+/// Spans per kind in a run directory, with how many are open and how many ended in error.
+#[napi(catch_unwind)]
+pub fn span_counts(run_dir: String) -> Result<Vec<NativeSpanKindCount>> {
+    let counts = core_span_counts(&PathBuf::from(run_dir)).map_err(io_err)?;
+    Ok(counts
+        .into_iter()
+        .map(|c| NativeSpanKindCount { kind: c.kind, spans: c.spans as f64, open: c.open as f64, error: c.error as f64 })
+        .collect())
+}
+
+/// Merges a run's span parts into `spans/spans.parquet`, each span once (atomic, idempotent).
+#[napi(catch_unwind)]
+pub fn compact_spans(run_dir: String) -> Result<NativeCompactReport> {
+    rlprobe_core::spans::compact_spans(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+}

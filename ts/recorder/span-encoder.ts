@@ -1,0 +1,119 @@
+/**
+ * Encodes ended (or still open) spans into the wire form the Rust writer decodes
+ * (crates/rlprobe-core/src/spans/wire.rs has the grammar). Spans accumulate in one
+ * growing buffer; the recorder hands it over in one native call per batch.
+ */
+import type { Span } from './span.js';
+import { HEX_CODES } from './span-id.js';
+
+const MAGIC = 0x314e5053;
+const NULL_LEN = 0xffffffff;
+
+/** Wire status codes. */
+export const SPAN_OK = 0;
+export const SPAN_ERROR = 1;
+export const SPAN_OPEN = 2;
+
+const utf8 = new TextEncoder();
+
+export class SpanEncoder {
+  private buf = new Uint8Array(64 * 1024);
+  private view = new DataView(this.buf.buffer);
+  private at = 8;
+  /** Spans encoded since the last `take`. */
+  count = 0;
+
+  get bytes(): number {
+    return this.at;
+  }
+
+  add(s: Span, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
+    this.id(s);
+    if (s._parent === null) this.str(null);
+    else this.id(s._parent);
+    this.id(s._root);
+    this.str(s.kind);
+    this.str(s.name);
+    this.str(s.key);
+    this.reserve(25);
+    this.view.setFloat64(this.at, s.step ?? NaN, true);
+    this.view.setFloat64(this.at + 8, s.startTime, true);
+    this.view.setFloat64(this.at + 16, endTime, true);
+    this.buf[this.at + 24] = status;
+    this.at += 25;
+    this.str(error);
+    const c = s._coords;
+    if (c === null) {
+      this.str(null);
+      this.str(null);
+      this.str(null);
+    } else {
+      this.str(c.sample);
+      this.str(c.group);
+      this.str(c.labelsJson);
+    }
+    this.str(attributesJson);
+    this.count++;
+  }
+
+  /** A span's id: from its block's prefix bytes and its counter, without making the string. */
+  private id(s: Span): void {
+    const block = s._block;
+    if (block === null || s._id !== null) {
+      this.str(s.id);
+      return;
+    }
+    this.reserve(20);
+    const buf = this.buf;
+    this.view.setUint32(this.at, 16, true);
+    buf.set(block.prefixBytes, this.at + 4);
+    let at = this.at + 14;
+    const seq = s._seq;
+    for (let shift = 20; shift >= 0; shift -= 4) buf[at++] = HEX_CODES[(seq >>> shift) & 15];
+    this.at = at;
+  }
+
+  /** The encoded batch (valid until the next `add`), and resets for the next one. */
+  take(): { bytes: Uint8Array; count: number } {
+    this.view.setUint32(0, MAGIC, true);
+    this.view.setUint32(4, this.count, true);
+    const out = { bytes: this.buf.subarray(0, this.at), count: this.count };
+    this.at = 8;
+    this.count = 0;
+    return out;
+  }
+
+  /** Length-prefixed UTF-8; ASCII (ids, kinds, most names) is copied by hand, cheaper than encodeInto for short strings. */
+  private str(s: string | null): void {
+    if (s === null) {
+      this.reserve(4);
+      this.view.setUint32(this.at, NULL_LEN, true);
+      this.at += 4;
+      return;
+    }
+    const n = s.length;
+    this.reserve(4 + 3 * n);
+    const buf = this.buf;
+    const start = this.at + 4;
+    let at = start;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      buf[at++] = c;
+    }
+    if (i < n) at += utf8.encodeInto(s.slice(i), buf.subarray(at)).written;
+    this.view.setUint32(this.at, at - start, true);
+    this.at = at;
+  }
+
+  private reserve(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.at + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.at));
+    this.buf = next;
+    this.view = new DataView(next.buffer);
+  }
+}
