@@ -259,3 +259,45 @@ test('a live run: a steps/*.parquet glob sees exactly the published parts, never
     assert.equal(c.d, BigInt(logged));
   });
 });
+
+test('spans: DuckDB reads the span files, and the documented last-write query agrees with RunReader', async (t) => {
+  const { dir, rec } = openRun(t, 'interop-spans', { runId: 'interop-spans' });
+  // a rollout caught open by a flush and ended after it, a keyed span recorded twice: both
+  // leave two rows on disk, of which readers keep the last
+  const rollout = rec.startSpan('rollout', 'r0', { step: 3, attributes: { reward: 0.5 } });
+  rec.span('turn', 't0', () => rec.span('tool_call', 'python', () => 1), { parent: rollout });
+  rec.startSpan('evaluation', 'eval', { key: 'eval-3', attributes: { score: 1 } }).end();
+  assert.equal(rec.flushSync(30_000), true);
+  rollout.end({ error: new Error('sandbox died') });
+  rec.startSpan('evaluation', 'eval', { key: 'eval-3', attributes: { score: 2 } }).end();
+  assert.equal(rec.flushSync(30_000), true);
+  const spansDir = path.join(dir, 'spans');
+  const glob = `${sqlPath(spansDir)}/*.parquet`;
+  const compacted = sqlPath(path.join(spansDir, 'spans.parquet'));
+  // the query docs/format-notes.md gives for a live run
+  const lastWrite = `SELECT * FROM read_parquet('${glob}', filename=true, file_row_number=true) QUALIFY row_number() OVER (PARTITION BY span_id ORDER BY filename = '${compacted}', filename DESC, file_row_number DESC) = 1`;
+  await withDuckDB(async (con) => {
+    const rows = async (sql: string) => (await con.runAndReadAll(`${sql} ORDER BY start_time`)).getRowObjectsJS();
+    const raw = await rows(`SELECT span_id FROM read_parquet('${glob}')`);
+    assert.equal(raw.length, 6, 'two spans written twice');
+    const reader = RunReader.open(dir).spans();
+    const check = (got: Record<string, unknown>[], label: string) => {
+      assert.deepEqual(got.map((r) => r.span_id), reader.map((s) => s.span_id), label);
+      got.forEach((r, i) => {
+        assert.equal(r.status, reader[i].status, `${label} ${r.span_id} status`);
+        assert.deepEqual(r.attributes === null ? {} : JSON.parse(String(r.attributes)), reader[i].attributes, `${label} ${r.span_id} attributes`);
+      });
+    };
+    check(await rows(lastWrite), 'live parts');
+    assert.equal(reader.find((s) => s.name === 'r0')?.status, 'error');
+    assert.deepEqual(reader.find((s) => s.kind === 'evaluation')?.attributes, { score: 2 });
+    rec.close();
+    const types = (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${compacted}')`)).getRowObjectsJS();
+    const typeOf = Object.fromEntries(types.map((r) => [r.column_name, r.column_type]));
+    assert.deepEqual(
+      { span_id: typeOf.span_id, step: typeOf.step, start_time: typeOf.start_time, labels: typeOf.labels, rank: typeOf.rank },
+      { span_id: 'VARCHAR', step: 'BIGINT', start_time: 'DOUBLE', labels: 'VARCHAR', rank: 'BIGINT' },
+    );
+    check(await rows(`SELECT * FROM read_parquet('${compacted}')`), 'compacted');
+  });
+});

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { RlprobeError, native } from '../errors.js';
+import { invalidQuery } from './query-error.js';
 import { NativeSampleCursor } from '../native.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { ReadAdapter } from './migrations.js';
@@ -63,15 +64,7 @@ const DEFAULT_BATCH_ROWS = 1024;
 /** Validates a query; throws RlprobeError RLPROBE_INVALID_QUERY naming the field and value. */
 export function parseSampleQuery(query: unknown): ParsedSampleQuery {
   const parsed = SampleQuerySchema.safeParse(query ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const keys = issue.code === 'unrecognized_keys' ? [issue.keys[0]] : issue.path;
-    let value: unknown = query;
-    for (const k of keys) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[k] : undefined;
-    const shown = JSON.stringify(value) ?? String(value);
-    const what = issue.code === 'unrecognized_keys' ? 'unknown filter' : issue.message;
-    throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter ${keys.map(String).join('.') || 'query'}: ${what} (got ${shown})`);
-  }
+  if (!parsed.success) throw invalidQuery('sample filter', query, parsed.error);
   const q = parsed.data;
   let stepMin: number | undefined;
   let stepMax: number | undefined;

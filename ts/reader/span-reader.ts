@@ -5,6 +5,7 @@
 import { z } from 'zod';
 
 import { RlprobeError, native } from '../errors.js';
+import { invalidQuery } from './query-error.js';
 import { readSpans, spanCounts } from '../native.js';
 import type { NativeSampleBatch, NativeSampleColumn } from '../native.js';
 import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
@@ -45,14 +46,7 @@ const list = (v: string | string[] | undefined) => (v === undefined ? undefined 
 
 function nativeFilter(query: unknown) {
   const parsed = SpanQuerySchema.safeParse(query ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const keys = issue.code === 'unrecognized_keys' ? [issue.keys[0]] : issue.path;
-    let value: unknown = query;
-    for (const k of keys) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[k] : undefined;
-    const what = issue.code === 'unrecognized_keys' ? 'unknown filter' : issue.message;
-    throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid span filter ${keys.map(String).join('.') || 'query'}: ${what} (got ${JSON.stringify(value) ?? String(value)})`);
-  }
+  if (!parsed.success) throw invalidQuery('span filter', query, parsed.error);
   const q = parsed.data;
   let stepMin = q.step;
   let stepMax = q.step;

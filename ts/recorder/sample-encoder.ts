@@ -6,6 +6,7 @@
  * throws) is written as OTHER with a description, and the writer refuses that sample with
  * a `bad_record` event.
  */
+import { grown } from './grow-bytes.js';
 import { describeThrown, describeValue } from './describe-value.js';
 import type { SampleContext } from './sample-logger.js';
 
@@ -237,11 +238,8 @@ export class SampleEncoder {
 
   private reserve(n: number): void {
     if (this.at + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.at + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.at));
-    this.buf = next;
-    this.view = new DataView(next.buffer);
+    this.buf = grown(this.buf, this.at, n);
+    this.view = new DataView(this.buf.buffer);
   }
+
 }

@@ -3,6 +3,7 @@
  * (crates/rlprobe-core/src/spans/wire.rs has the grammar). Spans accumulate in one
  * growing buffer; the recorder hands it over in one native call per batch.
  */
+import { grown } from './grow-bytes.js';
 import type { Span } from './span.js';
 import { HEX_CODES } from './span-id.js';
 
@@ -109,11 +110,8 @@ export class SpanEncoder {
 
   private reserve(n: number): void {
     if (this.at + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.at + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.at));
-    this.buf = next;
-    this.view = new DataView(next.buffer);
+    this.buf = grown(this.buf, this.at, n);
+    this.view = new DataView(this.buf.buffer);
   }
+
 }

@@ -60,10 +60,11 @@ const utf8 = new TextEncoder();
 /** FNV-1a 64 state as four 16-bit limbs, low first. */
 type Fnv = [number, number, number, number];
 
-function fnvBytes(h: Fnv, bytes: ArrayLike<number>): void {
+/** Folds `n` bytes, `byteAt(i)`, into the state. */
+function fnv(h: Fnv, n: number, byteAt: (i: number) => number): void {
   let [h0, h1, h2, h3] = h;
-  for (let i = 0; i < bytes.length; i++) {
-    h0 ^= bytes[i];
+  for (let i = 0; i < n; i++) {
+    h0 ^= byteAt(i);
     // h * 0x100000001b3 = h * 0x1b3 + (h << 40), modulo 2^64
     const t0 = h0 * 0x1b3;
     const t1 = h1 * 0x1b3;
@@ -82,7 +83,18 @@ function fnvBytes(h: Fnv, bytes: ArrayLike<number>): void {
   h[3] = h3;
 }
 
-/** An ASCII string's char codes are its UTF-8 bytes; anything else is encoded. */
+function fnvUtf8(h: Fnv, s: string): void {
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) > 0x7f) {
+      const bytes = utf8.encode(s);
+      fnv(h, bytes.length, (j) => bytes[j]);
+      return;
+    }
+  }
+  // ASCII: the char codes are the UTF-8 bytes
+  fnv(h, s.length, (j) => s.charCodeAt(j));
+}
+
 function hexOf(h: Fnv): string {
   const hex = (x: number) => (0x10000 + x).toString(16).slice(1);
   return hex(h[3]) + hex(h[2]) + hex(h[1]) + hex(h[0]);
@@ -99,7 +111,7 @@ export class KeyedIds {
   private readonly h: Fnv = [0, 0, 0, 0];
 
   constructor(runId: string) {
-    fnvBytes(this.base, utf8.encode(`${runId}\u0000`));
+    fnvUtf8(this.base, `${runId}\u0000`);
   }
 
   id(key: string): string {
@@ -108,37 +120,7 @@ export class KeyedIds {
     h[1] = this.base[1];
     h[2] = this.base[2];
     h[3] = this.base[3];
-    let ascii = true;
-    for (let i = 0; i < key.length; i++) {
-      if (key.charCodeAt(i) > 0x7f) {
-        ascii = false;
-        break;
-      }
-    }
-    if (ascii) fnvAscii(h, key);
-    else fnvBytes(h, utf8.encode(key));
+    fnvUtf8(h, key);
     return hexOf(h);
   }
-}
-
-/** `fnvBytes` over an ASCII string's char codes, without copying them out. */
-function fnvAscii(h: Fnv, s: string): void {
-  let [h0, h1, h2, h3] = h;
-  for (let i = 0; i < s.length; i++) {
-    h0 ^= s.charCodeAt(i);
-    const t0 = h0 * 0x1b3;
-    const t1 = h1 * 0x1b3;
-    const t2 = h2 * 0x1b3 + (h0 << 8);
-    const t3 = h3 * 0x1b3 + (h1 << 8);
-    const c1 = t1 + (t0 >>> 16);
-    const c2 = t2 + (c1 >>> 16);
-    h0 = t0 & 0xffff;
-    h1 = c1 & 0xffff;
-    h2 = c2 & 0xffff;
-    h3 = (t3 + (c2 >>> 16)) & 0xffff;
-  }
-  h[0] = h0;
-  h[1] = h1;
-  h[2] = h2;
-  h[3] = h3;
 }

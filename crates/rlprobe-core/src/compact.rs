@@ -126,16 +126,7 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
         // Also list the leftovers of an earlier interrupted compaction: the old
         // steps.parquet held them, this one does too, and they are only deleted after the
         // rename below. Forgetting them would make them look new if we die in between.
-        let names: Vec<String> = parts
-            .iter()
-            .map(|s| &s.path)
-            .chain(sources.absorbed_leftovers.iter())
-            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
-            .collect();
-        let metadata = vec![
-            KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
-            KeyValue::new(META_NEXT_PART.to_string(), sources.next_part.to_string()),
-        ];
+        let metadata = absorbed_metadata(parts.iter().map(|s| &s.path).chain(sources.absorbed_leftovers.iter()), sources.next_part);
         publish(run_dir, STEPS_FILE, |file| {
             let mut w = arrow_writer(file, schema.clone(), Codec::default(), metadata)?;
             for s in &sources.sources {
@@ -157,6 +148,16 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
         report.rows = crate::parquet_io::row_count(File::open(&compacted)?)?;
     }
     Ok(report)
+}
+
+/// The footer of a compacted table: the part files it absorbed (this compaction's parts
+/// and an earlier one's leftovers) and the next part index a writer may use.
+pub fn absorbed_metadata<'a>(absorbed: impl Iterator<Item = &'a std::path::PathBuf>, next_part: u64) -> Vec<KeyValue> {
+    let names: Vec<String> = absorbed.map(|p| p.file_name().unwrap().to_string_lossy().to_string()).collect();
+    vec![
+        KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
+        KeyValue::new(META_NEXT_PART.to_string(), next_part.to_string()),
+    ]
 }
 
 /// Deletes part files a published compacted table now holds (missing ones are fine) and

@@ -13,6 +13,7 @@
 //! - `events`: the append-only events.jsonl
 //! - `samples`: per-sample forensics (selection, wire form, shards, filtered reads)
 //! - `spans`: rollouts, turns, tool calls (wire form, parts, deduplicating compaction, reads)
+//! - `wire_cursor`: bounds-checked reads of the JS encoders' wire batches
 //! - `synth`: a realistic synthetic step table for benchmarks
 
 pub mod atomic;
@@ -30,6 +31,7 @@ pub mod schema;
 pub mod steps_files;
 pub mod synth;
 pub mod table;
+pub mod wire_cursor;
 pub mod writer;
 
 #[cfg(test)]

@@ -28,24 +28,7 @@ fn opts(dir: &Path) -> RecorderOptions {
 }
 
 fn span(id: &str, parent: Option<&str>, root: &str, kind: &str, step: Option<i64>, start: f64) -> SpanRow {
-    SpanRow {
-        span_id: id.into(),
-        parent_id: parent.map(Into::into),
-        root_id: root.into(),
-        kind: kind.into(),
-        name: format!("{kind}:{id}"),
-        key: None,
-        step,
-        start_time: start,
-        end_time: Some(start + 0.25),
-        status: SpanStatus::Ok,
-        error: None,
-        sample_id: None,
-        group_id: None,
-        labels: None,
-        attributes: None,
-        rank: 0,
-    }
+    SpanRow { parent_id: parent.map(Into::into), root_id: root.into(), step, ..SpanRow::new(id, kind, &format!("{kind}:{id}"), start, Some(start + 0.25)) }
 }
 
 /// A rollout tree at `step`: rollout → 2 turns → a tool call under each.

@@ -13,6 +13,7 @@
 //! ```
 
 use super::select::CaptureReason;
+use crate::wire_cursor::Cursor;
 
 pub const MAGIC: u32 = 0x3150_4d53; // "SMP1"
 
@@ -134,72 +135,45 @@ fn format_number(x: f64) -> String {
     }
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or("truncated sample batch")?;
-        let s = &self.buf[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16, String> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn f64(&mut self) -> Result<f64, String> {
-        Ok(f64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-    fn str(&mut self, len: usize) -> Result<&'a str, String> {
-        std::str::from_utf8(self.take(len)?).map_err(|_| "invalid UTF-8 in sample batch".to_string())
-    }
-    fn field(&mut self, depth: u8) -> Result<(&'a str, Value<'a>), String> {
-        let tag = self.u8()?;
-        let key_len = self.u16()? as usize;
-        let key = self.str(key_len)?;
-        let value = match tag {
-            TAG_NULL => Value::Null,
-            TAG_NUMBER => Value::Number(self.f64()?),
-            TAG_STRING => {
-                let n = self.u32()? as usize;
-                Value::Str(self.str(n)?)
+/// One field of a sample (`depth` 1 inside an object, where objects may not nest).
+fn field<'a>(c: &mut Cursor<'a>, depth: u8) -> Result<(&'a str, Value<'a>), String> {
+    let tag = c.u8()?;
+    let key_len = c.u16()? as usize;
+    let key = c.str(key_len)?;
+    let value = match tag {
+        TAG_NULL => Value::Null,
+        TAG_NUMBER => Value::Number(c.f64()?),
+        TAG_STRING => {
+            let n = c.u32()? as usize;
+            Value::Str(c.str(n)?)
+        }
+        TAG_BOOL => Value::Bool(c.u8()? != 0),
+        TAG_NUMBERS => {
+            let n = c.u32()? as usize;
+            let bytes = c.take(n.checked_mul(8).ok_or("truncated sample batch")?)?;
+            Value::Numbers(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect())
+        }
+        TAG_OBJECT if depth == 0 => {
+            let n = c.u16()?;
+            let mut fields = Vec::with_capacity((n as usize).min(c.buf.len() / 3));
+            for _ in 0..n {
+                fields.push(field(c, 1)?);
             }
-            TAG_BOOL => Value::Bool(self.u8()? != 0),
-            TAG_NUMBERS => {
-                let n = self.u32()? as usize;
-                let bytes = self.take(n.checked_mul(8).ok_or("truncated sample batch")?)?;
-                Value::Numbers(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect())
-            }
-            TAG_OBJECT if depth == 0 => {
-                let n = self.u16()?;
-                let mut fields = Vec::with_capacity((n as usize).min(self.buf.len() / 3));
-                for _ in 0..n {
-                    fields.push(self.field(1)?);
-                }
-                Value::Object(fields)
-            }
-            TAG_OTHER => {
-                let n = self.u32()? as usize;
-                Value::Other(self.str(n)?)
-            }
-            t => return Err(format!("unknown value tag {t} in sample batch")),
-        };
-        Ok((key, value))
-    }
+            Value::Object(fields)
+        }
+        TAG_OTHER => {
+            let n = c.u32()? as usize;
+            Value::Other(c.str(n)?)
+        }
+        t => return Err(format!("unknown value tag {t} in sample batch")),
+    };
+    Ok((key, value))
 }
 
 /// Decodes one call's batch: the valid samples, and the refused ones. Err only when the
 /// buffer itself is malformed (an encoder bug), never for a bad value.
 pub fn decode_batch(buf: &[u8], rank: i64) -> Result<(Vec<SampleRow>, Vec<BadSample>), String> {
-    let mut c = Cursor { buf, at: 0 };
+    let mut c = Cursor::new(buf, "sample batch");
     if c.u32()? != MAGIC {
         return Err("not a sample batch (bad magic)".into());
     }
@@ -215,16 +189,14 @@ pub fn decode_batch(buf: &[u8], rank: i64) -> Result<(Vec<SampleRow>, Vec<BadSam
         let n = c.u16()?;
         let mut fields = Vec::with_capacity((n as usize).min(buf.len() / 3));
         for _ in 0..n {
-            fields.push(c.field(0)?);
+            fields.push(field(&mut c, 0)?);
         }
         match build_row(&fields, call_step, index, reason, rank) {
             Ok(row) => rows.push(row),
             Err(b) => bad.push(b),
         }
     }
-    if c.at != buf.len() {
-        return Err("trailing bytes after sample batch".into());
-    }
+    c.finish()?;
     Ok((rows, bad))
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, ArrayRef, Float64Builder, Int64Builder, RecordBatch, StringBuilder};
+use arrow::array::{ArrayRef, Float64Builder, Int64Builder, RecordBatch, StringBuilder};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::wire::{SpanRow, SpanView};
@@ -137,17 +137,5 @@ pub fn to_record_batch(rows: &[SpanRow]) -> Result<RecordBatch, String> {
 /// Reshapes a batch read from a span file to the span columns: a missing column becomes
 /// nulls (an older writer), an unknown one is left out, a castable type is cast.
 pub fn conform_spans(batch: &RecordBatch) -> Result<RecordBatch, String> {
-    let schema = span_schema();
-    let columns: Vec<ArrayRef> = schema
-        .fields()
-        .iter()
-        .map(|f| match batch.column_by_name(f.name()) {
-            Some(a) if a.data_type() == f.data_type() => Ok(a.clone()),
-            Some(a) if a.data_type() == &DataType::Null => Ok(new_null_array(f.data_type(), batch.num_rows())),
-            Some(a) => arrow::compute::cast(a, f.data_type())
-                .map_err(|e| format!("span column `{}` is {} and cannot be read as {}: {e}", f.name(), a.data_type(), f.data_type())),
-            None => Ok(new_null_array(f.data_type(), batch.num_rows())),
-        })
-        .collect::<Result<_, String>>()?;
-    RecordBatch::try_new(schema, columns).map_err(|e| e.to_string())
+    crate::compact::conform(batch, &span_schema()).map_err(|e| format!("a span column cannot be read: {e}"))
 }

@@ -12,16 +12,14 @@ use std::path::Path;
 
 use arrow::array::BooleanArray;
 use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
-use parquet::file::metadata::KeyValue;
 
 use super::batch::span_schema;
 use super::read::{last_writes, load, open_sources, SpanFilter};
 use crate::atomic::{publish, remove_stray_temps};
-use crate::compact::{lock_run, remove_absorbed_parts, CompactReport};
-use crate::layout::{META_COMPACTED_PARTS, META_NEXT_PART, SPANS_DIR, SPANS_FILE};
+use crate::compact::{absorbed_metadata, lock_run, remove_absorbed_parts, CompactReport};
+use crate::layout::{SPANS_DIR, SPANS_FILE};
 use crate::parquet_io::{arrow_writer, row_count, to_io};
 use crate::props::Codec;
-use crate::steps_files::name_list_json;
 
 /// Merges the run's span parts into `spans/spans.parquet`. Idempotent; safe while a
 /// recorder still writes parts (they go into the next compaction). In the report,
@@ -56,15 +54,7 @@ pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
         let order = lexsort_to_indices(&[sort("step"), sort("start_time")], None).map_err(to_io)?;
         let sorted = arrow::compute::take_record_batch(&all, &order).map_err(to_io)?;
         drop(all);
-        let names: Vec<String> = parts
-            .iter()
-            .chain(sources.absorbed_leftovers.iter())
-            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
-            .collect();
-        let metadata = vec![
-            KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
-            KeyValue::new(META_NEXT_PART.to_string(), sources.next_part.to_string()),
-        ];
+        let metadata = absorbed_metadata(parts.iter().chain(sources.absorbed_leftovers.iter()), sources.next_part);
         // kinds, names, statuses and labels repeat: dictionary-encode the text columns
         let codec = Codec { dictionary: true, ..Codec::default() };
         let file_name = Path::new(SPANS_FILE).file_name().unwrap().to_string_lossy().to_string();

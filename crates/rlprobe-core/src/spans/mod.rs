@@ -12,9 +12,6 @@ pub mod compact;
 pub mod read;
 pub mod wire;
 
-#[cfg(test)]
-pub(crate) mod testing;
-
 pub use compact::compact_spans;
 pub use read::{read_spans, span_counts, KindCount, SpanFilter, SpanRead};
 pub use wire::{decode_spans, encode_spans, SpanRow, SpanStatus};

@@ -12,6 +12,8 @@
 //! Times are Unix seconds. `labels` and `attributes` are JSON objects (text), written by
 //! `JSON.stringify` on the JS side; the writer stores them as given.
 
+use crate::wire_cursor::Cursor;
+
 pub const MAGIC: u32 = 0x314e_5053; // "SPN1"
 const NULL_LEN: u32 = u32::MAX;
 
@@ -73,6 +75,28 @@ pub struct SpanRow {
 }
 
 impl SpanRow {
+    /// A root span of `kind` with nothing else set: the start of a struct literal.
+    pub fn new(span_id: &str, kind: &str, name: &str, start_time: f64, end_time: Option<f64>) -> SpanRow {
+        SpanRow {
+            span_id: span_id.into(),
+            parent_id: None,
+            root_id: span_id.into(),
+            kind: kind.into(),
+            name: name.into(),
+            key: None,
+            step: None,
+            start_time,
+            end_time,
+            status: if end_time.is_some() { SpanStatus::Ok } else { SpanStatus::Open },
+            error: None,
+            sample_id: None,
+            group_id: None,
+            labels: None,
+            attributes: None,
+            rank: 0,
+        }
+    }
+
     /// Rough in-memory size, for the writer's byte bounds.
     pub fn approx_bytes(&self) -> usize {
         let s = |o: &Option<String>| o.as_ref().map_or(0, String::len);
@@ -98,38 +122,17 @@ pub struct BadSpan {
     pub reason: String,
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    at: usize,
+/// A nullable string: u32 length (`NULL_LEN` for null), then UTF-8.
+fn ostr<'a>(c: &mut Cursor<'a>) -> Result<Option<&'a str>, String> {
+    let n = c.u32()?;
+    if n == NULL_LEN {
+        return Ok(None);
+    }
+    c.str(n as usize).map(Some)
 }
 
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or("truncated span batch")?;
-        let s = &self.buf[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn f64(&mut self) -> Result<f64, String> {
-        Ok(f64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-    fn ostr(&mut self) -> Result<Option<&'a str>, String> {
-        let n = self.u32()?;
-        if n == NULL_LEN {
-            return Ok(None);
-        }
-        let bytes = self.take(n as usize)?;
-        std::str::from_utf8(bytes).map(Some).map_err(|_| "invalid UTF-8 in span batch".to_string())
-    }
-    fn str(&mut self) -> Result<&'a str, String> {
-        Ok(self.ostr()?.unwrap_or_default())
-    }
+fn str<'a>(c: &mut Cursor<'a>) -> Result<&'a str, String> {
+    Ok(ostr(c)?.unwrap_or_default())
 }
 
 fn is_step(x: f64) -> bool {
@@ -225,28 +228,28 @@ impl SpanRow {
 /// then have seen some of its spans, so a caller that must take all or none collects the
 /// views first.
 pub fn decode_views<'a>(buf: &'a [u8], mut f: impl FnMut(SpanView<'a>)) -> Result<Vec<BadSpan>, String> {
-    let mut c = Cursor { buf, at: 0 };
+    let mut c = Cursor::new(buf, "span batch");
     if c.u32()? != MAGIC {
         return Err("not a span batch (bad magic)".into());
     }
     let count = c.u32()? as usize;
     let mut bad = Vec::new();
     for _ in 0..count {
-        let span_id = c.str()?;
-        let parent_id = c.ostr()?;
-        let root_id = c.str()?;
-        let kind = c.str()?;
-        let name = c.str()?;
-        let key = c.ostr()?;
+        let span_id = str(&mut c)?;
+        let parent_id = ostr(&mut c)?;
+        let root_id = str(&mut c)?;
+        let kind = str(&mut c)?;
+        let name = str(&mut c)?;
+        let key = ostr(&mut c)?;
         let step = c.f64()?;
         let start_time = c.f64()?;
         let end_time = c.f64()?;
         let status = c.u8()?;
-        let error = c.ostr()?;
-        let sample_id = c.ostr()?;
-        let group_id = c.ostr()?;
-        let labels = c.ostr()?;
-        let attributes = c.ostr()?;
+        let error = ostr(&mut c)?;
+        let sample_id = ostr(&mut c)?;
+        let group_id = ostr(&mut c)?;
+        let labels = ostr(&mut c)?;
+        let attributes = ostr(&mut c)?;
         let refuse = |field: &'static str, reason: String| BadSpan { span_id: span_id.to_string(), field, reason };
         let checked = if span_id.is_empty() {
             Err(refuse("span_id", "empty".into()))
@@ -282,9 +285,7 @@ pub fn decode_views<'a>(buf: &'a [u8], mut f: impl FnMut(SpanView<'a>)) -> Resul
             Err(b) => bad.push(b),
         }
     }
-    if c.at != buf.len() {
-        return Err("trailing bytes after span batch".into());
-    }
+    c.finish()?;
     Ok(bad)
 }
 
@@ -330,7 +331,16 @@ pub fn encode_spans(rows: &[SpanRow]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spans::testing::span;
+
+    fn span(id: &str, parent: Option<&str>, kind: &str, step: i64) -> SpanRow {
+        let start = 1_700_000_000.0 + step as f64;
+        SpanRow {
+            parent_id: parent.map(Into::into),
+            root_id: parent.unwrap_or(id).into(),
+            step: Some(step),
+            ..SpanRow::new(id, kind, &format!("{kind} {id}"), start, Some(start + 0.5))
+        }
+    }
 
     #[test]
     fn round_trips_and_fills_the_root() {
