@@ -1056,6 +1056,21 @@ describe('reader queries', () => {
     assert.deepEqual(cols.map((s) => s.sample_id), ['s2-0']);
   });
 
+  test('samplesOfSpan() finds samples logged under a span at another step than the span', (t) => {
+    const { dir, rec } = openRun(t, 'spans-other-step');
+    let rollout = '';
+    rec.span('rollout', 'late', (s) => {
+      rollout = s.id;
+      // the sample belongs to the next optimizer step (logged with its own step)
+      rec.logSamples([{ completion_text: 'x', reward_total: 1 }], { step: 6 });
+    }, { step: 5 });
+    rec.logSamples([{ completion_text: 'y', reward_total: 0 }], { step: 6 });
+    rec.close();
+    const r = RunReader.open(dir);
+    const of = r.samplesOfSpan(rollout);
+    assert.deepEqual(of.map((s) => [s.step, s.completion_text, s.span_id]), [[6, 'x', rollout]]);
+  });
+
   test('spanCounts(): per kind, with open and error', async () => {
     const { dir } = await fixture();
     const n = FIXTURE_STEPS.length * ROLLOUTS;
@@ -1272,5 +1287,85 @@ describe('inert rank', () => {
     const summary = rec.close();
     assert.equal(summary.counters.spansLogged, 0);
     assert.deepEqual(readdirSync(dir), [], 'nothing written');
+  });
+});
+
+describe('review fixes', () => {
+  test('ranks sharing a run id and reusing a key keep their spans apart (the rank is in the keyed id)', (t) => {
+    const dir = tempRunDir(t, 'spans-ranks');
+    const ids: string[] = [];
+    for (const rank of [0, 1]) {
+      const rec = new Recorder(dir, { ...FAST, runId: 'shared', rank, recordAllRanks: true });
+      rec.span('rollout', `r${rank}`, (s) => {
+        ids.push(s.id);
+        rec.span('turn', `t${rank}`, () => 0);
+      }, { key: 'rollout-7' });
+      rec.close();
+    }
+    assert.equal(ids[0], keyedSpanId('shared', 'rollout-7'));
+    assert.equal(ids[1], keyedSpanId('shared', 'rollout-7', 1));
+    assert.notEqual(ids[0], ids[1]);
+    const r = RunReader.open(dir);
+    for (const [i, id] of ids.entries()) {
+      const tree = r.spanTree(id)!;
+      assert.equal(tree.span.name, `r${i}`);
+      assert.deepEqual(tree.children.map((c) => [c.span.name, c.span.rank]), [[`t${i}`, i]]);
+    }
+  });
+
+  test('a parent cycle left by re-recorded keyed spans still shows every span, once', (t) => {
+    const { dir, rec } = run(t, 'spans-cycle');
+    const a = rec.startSpan('rollout', 'a', { key: 'a' });
+    const b = rec.startSpan('turn', 'b', { key: 'b', parent: a });
+    b.end();
+    a.end();
+    // re-recorded the other way round: a under b, while b's last write is under a
+    rec.startSpan('rollout', 'a', { key: 'a', parent: b }).end();
+    rec.close();
+    const r = RunReader.open(dir);
+    const tree = r.spanTree(a.id);
+    assert.ok(tree, 'a tree, not undefined');
+    const names: string[] = [];
+    const walk = (n: SpanTreeNode) => {
+      names.push(n.span.name);
+      n.children.forEach(walk);
+    };
+    walk(tree);
+    assert.deepEqual(names.sort(), ['a', 'b']);
+  });
+
+  test('a labels option that is not an object is refused with a bad_record, the span kept', (t) => {
+    const { dir, rec } = run(t, 'spans-bad-labels');
+    rec.span('turn', 'x', () => 0, { labels: 'abc' as never });
+    rec.close();
+    const r = RunReader.open(dir);
+    assert.deepEqual(r.spans()[0].labels, {});
+    assert.ok(r.events().some((e) => e.kind === 'bad_record' && e.data.field === 'labels'));
+  });
+
+  test('events inside a unit: data that is not an object is kept under value; an explicit step null stays null', (t) => {
+    const { dir, rec } = run(t, 'spans-event-data');
+    rec.unit({ step: 4, sample: 's' }, () => {
+      rec.span('turn', 'x', () => {
+        rec.logEvent('list', { data: ['a', 'b'] as never });
+        rec.logEvent('nostep', { step: null });
+      });
+    });
+    rec.close();
+    const events = RunReader.open(dir).events();
+    const list = events.find((e) => e.kind === 'list')!;
+    assert.deepEqual(list.data.value, ['a', 'b']);
+    assert.equal(typeof list.data.span_id, 'string');
+    assert.equal(list.step, 4);
+    assert.equal(events.find((e) => e.kind === 'nostep')!.step, null);
+  });
+
+  test('a span marked with recordError reads open until it ends, then error', (t) => {
+    const { rec } = run(t, 'spans-status');
+    const s = rec.startSpan('turn', 'x');
+    s.recordError(new Error('bad'));
+    assert.equal(s.status, 'open');
+    s.end();
+    assert.equal(s.status, 'error');
   });
 });

@@ -231,6 +231,7 @@ export class RunReader {
     if (!tree.some((s) => s.span_id === span.span_id)) tree.push(span);
     const forest = spanForest(tree);
     const root = forest.find((n) => n.span.span_id === span.root_id) ?? forest[0];
+    if (root === undefined) return null;
     // orphans (a parent lost to a crash) are kept under the root rather than dropped
     for (const n of forest) if (n !== root) root.children.push(n);
     return root;
@@ -241,13 +242,21 @@ export class RunReader {
     return sample.span_id ? this.span(sample.span_id) : null;
   }
 
-  /** The samples logged under `spanOrId` or any span below it (every rank). */
+  /**
+   * The samples logged under `spanOrId` or any span below it (every rank). Two passes: the
+   * `span_id` and `step` columns alone find the steps holding them, then only those steps
+   * are read with `query`'s columns and filters.
+   */
   samplesOfSpan(spanOrId: string | SpanRecord, query: Omit<SampleQuery, 'step' | 'stepRange' | 'steps' | 'aroundFinding'> = {}): StoredSampleRecord[] {
     const span = typeof spanOrId === 'string' ? this.span(spanOrId) : spanOrId;
     if (span === null) return [];
     const ids = subtreeIds(this.spans({ root: span.root_id }), span.span_id);
-    // a span with a step narrows the read to that step's row groups
-    const q: SampleQuery = span.step === null ? { ...query } : { ...query, step: span.step };
+    const steps = new Set<number>();
+    for (const s of this.samples({ rank: query.rank, columns: ['span_id', 'step'] })) {
+      if (s.span_id !== undefined && ids.has(s.span_id)) steps.add(s.step);
+    }
+    if (steps.size === 0) return [];
+    const q: SampleQuery = { ...query, steps: [...steps].sort((a, b) => a - b) };
     if (q.columns && !q.columns.includes('span_id')) q.columns = [...q.columns, 'span_id'];
     const out: StoredSampleRecord[] = [];
     for (const s of this.samples(q)) if (s.span_id !== undefined && ids.has(s.span_id)) out.push(s);

@@ -205,21 +205,40 @@ export function spanForest(spans: readonly SpanRecord[]): SpanTreeNode[] {
   const nodes = new Map<string, SpanTreeNode>();
   for (const s of spans) nodes.set(s.span_id, { span: s, children: [] });
   const roots: SpanTreeNode[] = [];
+  const parentOf = new Map<SpanTreeNode, SpanTreeNode>();
   for (const node of nodes.values()) {
     const parent = node.span.parent_id === null ? undefined : nodes.get(node.span.parent_id);
-    // a span listed as its own ancestor (a corrupt file) is shown as a root, never looped on
-    if (parent !== undefined && parent !== node) parent.children.push(node);
+    if (parent !== undefined && parent !== node) parentOf.set(node, parent);
     else roots.push(node);
   }
+  // a parent cycle (keyed spans re-recorded under each other) has no root: each node on
+  // the cycle that is reached from no root is shown as a root, never lost or looped on
+  const reached = new Set<SpanTreeNode>();
+  for (const [child, parent] of parentOf) parent.children.push(child);
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (reached.has(n)) continue;
+    reached.add(n);
+    stack.push(...n.children);
+  }
+  for (const node of nodes.values()) {
+    if (reached.has(node)) continue;
+    const parent = parentOf.get(node)!;
+    parent.children.splice(parent.children.indexOf(node), 1);
+    roots.push(node);
+    const rest = [node];
+    while (rest.length > 0) {
+      const n = rest.pop()!;
+      if (reached.has(n)) continue;
+      reached.add(n);
+      rest.push(...n.children);
+    }
+  }
   const byStart = (a: SpanTreeNode, b: SpanTreeNode) => a.span.start_time - b.span.start_time;
-  const seen = new Set<SpanTreeNode>();
   const sort = (list: SpanTreeNode[]) => {
     list.sort(byStart);
-    for (const n of list) {
-      if (seen.has(n)) continue;
-      seen.add(n);
-      sort(n.children);
-    }
+    for (const n of list) sort(n.children);
   };
   sort(roots);
   return roots;

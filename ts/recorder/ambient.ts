@@ -85,6 +85,11 @@ export class AmbientContext {
     return this.storage === null ? undefined : this.storage.getStore();
   }
 
+  /** Runs `fn` outside any span or unit (timers made there keep no store alive). */
+  outside<T>(fn: () => T): T {
+    return this.storage === null ? fn() : this.storage.exit(fn);
+  }
+
   run<T>(ambient: Ambient, fn: () => T): T {
     if (this.storage === null) this.storage = new AsyncLocalStorage<Ambient>();
     return this.storage.run(ambient, fn);

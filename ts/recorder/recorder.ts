@@ -255,6 +255,7 @@ export class Recorder implements CrashHookTarget {
     this.spans = new SpanRecorder(
       (bytes, count) => nativeRecorder.pushSpans(bytes, count),
       runId,
+      rank,
       (what, r, step) => this.reportRefused(what, r, step),
     );
     if (live) {
@@ -549,8 +550,12 @@ export class Recorder implements CrashHookTarget {
       if (ambient !== undefined) {
         // inside a span or unit: its step when none is given, its span id and labels in data
         const span = ambient.span !== null && ambient.span._id !== '' ? ambient.span : null;
-        const step = options.step ?? ambient.coords?.step ?? span?.step ?? null;
-        const data: Record<string, unknown> = { ...(options.data !== null && typeof options.data === 'object' ? options.data : {}) };
+        // an explicit step (null included) stands; only a missing one is the unit's
+        const step = options.step !== undefined ? options.step : (ambient.coords?.step ?? span?.step ?? null);
+        const given = options.data;
+        const plain = given !== null && typeof given === 'object' && !Array.isArray(given);
+        // data that is not a plain object is kept whole under `value`
+        const data: Record<string, unknown> = plain ? { ...given } : given === undefined ? {} : { value: given };
         if (span !== null && data.span_id === undefined) data.span_id = span.id;
         const labels = (ambient.coords ?? span?._coords)?.labels ?? null;
         if (labels !== null && data.labels === undefined && Object.keys(labels).length > 0) data.labels = labels;

@@ -28,7 +28,19 @@ export class SpanEncoder {
     return this.at;
   }
 
+  /** Appends one span; on a throw (an allocation failure) the buffer is as it was before. */
   add(s: Span, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
+    const at = this.at;
+    try {
+      this.encode(s, endTime, status, error, attributesJson);
+    } catch (e) {
+      this.at = at;
+      throw e;
+    }
+    this.count++;
+  }
+
+  private encode(s: Span, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
     this.id(s);
     if (s._parent === null) this.str(null);
     else this.id(s._parent);
@@ -54,7 +66,6 @@ export class SpanEncoder {
       this.str(c.labelsJson);
     }
     this.str(attributesJson);
-    this.count++;
   }
 
   /** A span's id: from its block's prefix bytes and its counter, without making the string. */

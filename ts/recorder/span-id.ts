@@ -60,11 +60,11 @@ const utf8 = new TextEncoder();
 /** FNV-1a 64 state as four 16-bit limbs, low first. */
 type Fnv = [number, number, number, number];
 
-/** Folds `n` bytes, `byteAt(i)`, into the state. */
-function fnv(h: Fnv, n: number, byteAt: (i: number) => number): void {
+/** Folds the first `n` bytes of `bytes` into the state. */
+function fnv(h: Fnv, bytes: Uint8Array, n: number): void {
   let [h0, h1, h2, h3] = h;
   for (let i = 0; i < n; i++) {
-    h0 ^= byteAt(i);
+    h0 ^= bytes[i];
     // h * 0x100000001b3 = h * 0x1b3 + (h << 40), modulo 2^64
     const t0 = h0 * 0x1b3;
     const t1 = h1 * 0x1b3;
@@ -83,16 +83,22 @@ function fnv(h: Fnv, n: number, byteAt: (i: number) => number): void {
   h[3] = h3;
 }
 
+/** Reused for ASCII keys: their char codes are their UTF-8 bytes. */
+let scratch = new Uint8Array(256);
+
 function fnvUtf8(h: Fnv, s: string): void {
-  for (let i = 0; i < s.length; i++) {
-    if (s.charCodeAt(i) > 0x7f) {
+  const n = s.length;
+  if (scratch.length < n) scratch = new Uint8Array(Math.max(n, 2 * scratch.length));
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7f) {
       const bytes = utf8.encode(s);
-      fnv(h, bytes.length, (j) => bytes[j]);
+      fnv(h, bytes, bytes.length);
       return;
     }
+    scratch[i] = c;
   }
-  // ASCII: the char codes are the UTF-8 bytes
-  fnv(h, s.length, (j) => s.charCodeAt(j));
+  fnv(h, scratch, n);
 }
 
 function hexOf(h: Fnv): string {
@@ -100,18 +106,22 @@ function hexOf(h: Fnv): string {
   return hex(h[3]) + hex(h[2]) + hex(h[1]) + hex(h[0]);
 }
 
-/** FNV-1a 64 of the UTF-8 bytes of `<runId>\0<key>`, in hex (computed without BigInt). */
-export function keyedSpanId(runId: string, key: string): string {
-  return new KeyedIds(runId).id(key);
+/**
+ * The keyed span id: FNV-1a 64 of the UTF-8 bytes of `<runId>\0<key>` on rank 0, and of
+ * `<runId>\0rank-<rank>\0<key>` on another rank (ranks share the run id and often reuse
+ * keys such as a local rollout index; their spans must stay apart), in hex.
+ */
+export function keyedSpanId(runId: string, key: string, rank = 0): string {
+  return new KeyedIds(runId, rank).id(key);
 }
 
-/** Keyed ids of one run: the hash of `<runId>\0` is computed once, then only the key's bytes. */
+/** Keyed ids of one run and rank: the prefix is hashed once, then only each key's bytes. */
 export class KeyedIds {
   private readonly base: Fnv = [0x2325, 0x8422, 0x9ce4, 0xcbf2]; // offset basis 0xcbf29ce484222325
   private readonly h: Fnv = [0, 0, 0, 0];
 
-  constructor(runId: string) {
-    fnvUtf8(this.base, `${runId}\u0000`);
+  constructor(runId: string, rank = 0) {
+    fnvUtf8(this.base, rank === 0 ? `${runId}\u0000` : `${runId}\u0000rank-${rank}\u0000`);
   }
 
   id(key: string): string {

@@ -50,9 +50,10 @@ export class SpanRecorder implements SpanOwner {
   constructor(
     private readonly push: (bytes: Uint8Array, count: number) => void,
     runId: string,
+    rank: number,
     private readonly reportRefused: ReportRefused,
   ) {
-    this.keyed = new KeyedIds(runId);
+    this.keyed = new KeyedIds(runId, rank);
   }
 
   /** Starts a span; its parent is `options.parent`, else the ambient span. */
@@ -104,7 +105,9 @@ export class SpanRecorder implements SpanOwner {
       else this.reportRefused('span', { field: 'attributes', reason: 'expected an object', value: options.attributes }, step0);
     }
     let own: Coords | null = null;
-    if (options.labels !== undefined) {
+    if (options.labels !== undefined && (options.labels === null || typeof options.labels !== 'object' || Array.isArray(options.labels))) {
+      this.reportRefused('span', { field: 'labels', reason: 'expected an object of labels', value: options.labels }, step0);
+    } else if (options.labels !== undefined) {
       const refused: RefusedCoord[] = [];
       // labels on a span merge over its base labels as a unit's would
       const base = coords ?? (parent === null ? null : parent._coords);
@@ -154,7 +157,8 @@ export class SpanRecorder implements SpanOwner {
     }
     this.head = span;
     if (this.timer === null) {
-      this.timer = setInterval(() => this.pushPending(), PUSH_INTERVAL_MS);
+      // made outside the ambient context: a timer keeps the store it was created in alive
+      this.timer = this.ambient.outside(() => setInterval(() => this.pushPending(), PUSH_INTERVAL_MS));
       this.timer.unref();
     }
     return span;
@@ -178,7 +182,13 @@ export class SpanRecorder implements SpanOwner {
       if (options.attributes !== null && typeof options.attributes === 'object') span._attributes = { ...span._attributes, ...options.attributes };
     }
     const error = span._error;
-    this.encoder.add(span, span._endTime, error === null ? SPAN_OK : SPAN_ERROR, error, attributesJson(span._attributes));
+    try {
+      this.encoder.add(span, span._endTime, error === null ? SPAN_OK : SPAN_ERROR, error, attributesJson(span._attributes));
+    } catch (e) {
+      // the encoder rolled back: this span is lost, said so, and end() still returns
+      this.reportRefused('span', { field: 'span', reason: `could not be encoded: ${errorText(e)}`, value: span.name }, span.step);
+      return;
+    }
     if (this.encoder.count >= PUSH_SPANS || this.encoder.bytes >= PUSH_BYTES) this.pushPending();
   }
 
@@ -204,10 +214,12 @@ export class SpanRecorder implements SpanOwner {
    * readers keep that last write.
    */
   writeOpen(): void {
-    try {
-      for (let s = this.head; s !== null; s = s._next) this.encoder.add(s, NaN, SPAN_OPEN, s._error, attributesJson(s._attributes));
-    } catch {
-      // never throws from a flush or crash path
+    for (let s = this.head; s !== null; s = s._next) {
+      try {
+        this.encoder.add(s, NaN, SPAN_OPEN, s._error, attributesJson(s._attributes));
+      } catch {
+        // rolled back; never throws from a flush or crash path
+      }
     }
     this.pushPending();
   }

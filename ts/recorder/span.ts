@@ -131,8 +131,8 @@ export class Span {
 
   /** `ok`, `error` (ended with an error) or `open` (not ended yet). */
   get status(): SpanStatus {
-    if (this._error !== null) return 'error';
-    return this._owner === null ? 'ok' : 'open';
+    if (this._owner !== null) return 'open';
+    return this._error === null ? 'ok' : 'error';
   }
 
   /** Unix seconds, NaN while open. */

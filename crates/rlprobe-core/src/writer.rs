@@ -769,10 +769,12 @@ impl WriterThread {
             match decode_views(&encoded, |v| views.push(v)) {
                 Ok(bad) => {
                     bump(&self.shared.counters.writer.spans_bad, bad.len() as u64);
+                    // in flight: what is not yet in the builders (a panic counts both as lost)
+                    self.spans_in_flight = views.len() as u64;
                     for v in &views {
                         self.spans.append(v, self.shared.rank);
+                        self.spans_in_flight -= 1;
                     }
-                    self.spans_in_flight = 0;
                     for b in &bad {
                         self.report_bad_span(b);
                     }

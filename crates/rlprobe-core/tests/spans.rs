@@ -214,3 +214,24 @@ fn malformed_spans_become_bad_record_events_and_are_counted() {
     assert!(events.contains("3 spans dropped by the writer: not a span batch"), "{events}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_label_with_control_characters_matches_as_json_stringify_wrote_it() {
+    let dir = tempdir("labels");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    // JSON.stringify writes \b, \f, \n, \t, \u0001 and quotes this way
+    let labels = r#"{"sample":"a\bb\f\n\t\u0001\"q\"","group":"g"}"#;
+    let s = SpanRow { labels: Some(labels.into()), ..span("x", None, "x", "turn", Some(1), 1.0) };
+    rec.push_spans(encode_spans(&[s, span("y", None, "y", "turn", Some(1), 2.0)]), 2);
+    for compact in [false, true] {
+        if compact {
+            rec.close(true, Duration::from_secs(30)).unwrap();
+        } else {
+            assert!(rec.flush(Duration::from_secs(10)));
+        }
+        let value = "a\u{8}b\u{c}\n\t\u{1}\"q\"".to_string();
+        let hit = read_spans(&dir, &SpanFilter { labels: vec![("sample".into(), value)], ..Default::default() }).unwrap();
+        assert_eq!(ids(&hit.batch), ["x"], "compacted: {compact}");
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
