@@ -694,20 +694,26 @@ impl WriterThread {
                 Err(reason) => {
                     bump(&self.shared.counters.writer.samples_bad, count);
                     self.samples_in_flight = 0;
-                    let line = event_line(
-                        "bad_record",
-                        None,
-                        self.shared.rank,
-                        &format!("{count} samples dropped by the writer: {reason}"),
-                        &format!("{{\"field\":\"samples\",\"reason\":{}}}", crate::events::json_string(&reason)),
-                    );
-                    let _ = self.shared.write_events(Some(&line));
+                    self.report_bad_batch(count, "samples", "", &reason);
                 }
             }
             if self.samples.bytes() >= self.opts.sample_part_bytes {
                 self.publish_sample_part();
             }
         }
+    }
+
+    /// A batch the writer could not decode at all (an encoder bug): one `bad_record` event
+    /// for its `count` records.
+    fn report_bad_batch(&self, count: u64, what: &str, extra_data: &str, reason: &str) {
+        let line = event_line(
+            "bad_record",
+            None,
+            self.shared.rank,
+            &format!("{count} {what} dropped by the writer: {reason}"),
+            &format!("{{\"field\":\"{what}\",\"reason\":{}{extra_data}}}", crate::events::json_string(reason)),
+        );
+        let _ = self.shared.write_events(Some(&line));
     }
 
     fn report_bad_sample(&self, b: &BadSample) {
@@ -737,14 +743,7 @@ impl WriterThread {
         let name = part_name(self.next_sample_part);
         let dir = samples_dir(&self.opts.run_dir);
         self.samples_in_flight = rows;
-        let result = self.samples.take().map_err(std::io::Error::other).and_then(|batch| {
-            std::fs::create_dir_all(&dir)?;
-            publish(&dir, &name, |file| {
-                let mut w = crate::parquet_io::arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
-                w.write(&batch).map_err(crate::parquet_io::to_io)?;
-                Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
-            })
-        });
+        let result = publish_batch_part(&dir, &name, self.samples.take());
         self.samples_in_flight = 0;
         match result {
             Ok(()) => {
@@ -782,14 +781,7 @@ impl WriterThread {
                 Err(reason) => {
                     bump(&self.shared.counters.writer.spans_bad, count);
                     self.spans_in_flight = 0;
-                    let line = event_line(
-                        "bad_record",
-                        None,
-                        self.shared.rank,
-                        &format!("{count} spans dropped by the writer: {reason}"),
-                        &format!("{{\"record\":\"span\",\"field\":\"spans\",\"reason\":{}}}", crate::events::json_string(&reason)),
-                    );
-                    let _ = self.shared.write_events(Some(&line));
+                    self.report_bad_batch(count, "spans", ",\"record\":\"span\"", &reason);
                 }
             }
             if self.spans.bytes() >= self.opts.sample_part_bytes {
@@ -825,14 +817,7 @@ impl WriterThread {
         let batch = self.spans.finish();
         // from here the rows are out of the builders: a panic counts them as lost
         self.spans_in_flight = n;
-        let result = batch.map_err(std::io::Error::other).and_then(|batch| {
-            std::fs::create_dir_all(&dir)?;
-            publish(&dir, &name, |file| {
-                let mut w = crate::parquet_io::arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
-                w.write(&batch).map_err(crate::parquet_io::to_io)?;
-                Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
-            })
-        });
+        let result = publish_batch_part(&dir, &name, batch);
         self.spans_in_flight = 0;
         match result {
             Ok(()) => {
@@ -959,6 +944,17 @@ impl WriterThread {
             error: lock(&self.shared.control).last_error.clone(),
         }
     }
+}
+
+/// Publishes one Arrow batch as the part file `dir/name` (samples, spans), atomically.
+fn publish_batch_part(dir: &Path, name: &str, batch: Result<arrow::array::RecordBatch, String>) -> std::io::Result<()> {
+    let batch = batch.map_err(std::io::Error::other)?;
+    std::fs::create_dir_all(dir)?;
+    publish(dir, name, |file| {
+        let mut w = crate::parquet_io::arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
+        w.write(&batch).map_err(crate::parquet_io::to_io)?;
+        Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
+    })
 }
 
 pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
