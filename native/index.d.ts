@@ -391,5 +391,11 @@ export declare function stepFieldSpecs(): Array<NativeFieldSpec>
 /** The files that hold a run's steps, with row counts from their footers. */
 export declare function stepFiles(runDir: string): NativeStepFiles
 
+/**
+ * Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
+ * spans in `encoded` (the recorder's wire form). Returns how many it holds.
+ */
+export declare function writeCaptureSpans(runDir: string, key: string, encoded: Uint8Array): number
+
 /** Writes a file atomically (temporary, fsync, rename, fsync of the directory). */
 export declare function writeFileAtomic(path: string, contents: string): void

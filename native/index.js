@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, stepColumns, stepFieldSpecs, stepFiles, writeFileAtomic } = nativeBinding
+const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, stepColumns, stepFieldSpecs, stepFiles, writeCaptureSpans, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { NativeSampleCursor }
 export { compactSamples }
@@ -793,5 +793,6 @@ export { spanCounts }
 export { stepColumns }
 export { stepFieldSpecs }
 export { stepFiles }
+export { writeCaptureSpans }
 export { writeFileAtomic }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -82,3 +82,10 @@ pub fn span_counts(run_dir: String) -> Result<Vec<NativeSpanKindCount>> {
 pub fn compact_spans(run_dir: String) -> Result<NativeCompactReport> {
     rlprobe_core::spans::compact_spans(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
 }
+
+/// Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
+/// spans in `encoded` (the recorder's wire form). Returns how many it holds.
+#[napi(catch_unwind)]
+pub fn write_capture_spans(run_dir: String, key: String, encoded: Uint8Array) -> Result<u32> {
+    rlprobe_core::spans::write_capture_spans(&PathBuf::from(run_dir), &key, &encoded).map(|n| n as u32).map_err(io_err)
+}

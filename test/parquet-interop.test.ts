@@ -6,14 +6,14 @@
  * temporary, never a half-written file, never a step twice.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { AsyncBuffer } from 'hyparquet';
 
-import { RunReader } from '../ts/index.js';
+import { RunReader, captureTrial } from '../ts/index.js';
 import type { StoredStepRecord } from '../ts/index.js';
 import { prng as rng } from './helpers/prng.js';
 import { openRun } from './helpers/run-dir.js';
@@ -299,5 +299,25 @@ test('spans: DuckDB reads the span files, and the documented last-write query ag
       { span_id: 'VARCHAR', step: 'BIGINT', start_time: 'DOUBLE', labels: 'VARCHAR', rank: 'BIGINT' },
     );
     check(await rows(`SELECT * FROM read_parquet('${compacted}')`), 'compacted');
+  });
+});
+
+test('captured trials: DuckDB reads the run spans and the capture span files together, as RunReader does', async (t) => {
+  const { dir, rec } = openRun(t, 'interop-trials', { runId: 'interop-trials' });
+  rec.span('rollout', 'own', () => 1, { step: 1 });
+  rec.close();
+  const trial = path.join(path.dirname(dir), 'trial-interop__x');
+  mkdirSync(path.join(trial, 'agent'), { recursive: true });
+  writeFileSync(path.join(trial, 'result.json'), JSON.stringify({ id: 'interop-1', trial_name: 'trial-interop__x', verifier_result: { rewards: { reward: 1 } } }));
+  writeFileSync(path.join(trial, 'agent', 'trajectory.json'), readFileSync(path.resolve(import.meta.dirname, 'fixtures/harbor/claude-code-atif-v1.7/pass/agent/trajectory.json')));
+  const m = await captureTrial(trial, { run: dir, step: 1, sampleId: 's1' });
+  const files = `['${sqlPath(path.join(dir, 'spans', 'spans.parquet'))}', '${sqlPath(path.join(dir, 'trials'))}/*/spans.parquet']`;
+  await withDuckDB(async (con) => {
+    const rows = (await con.runAndReadAll(`SELECT span_id, kind, sample_id FROM read_parquet(${files}, union_by_name=true) ORDER BY start_time, span_id`)).getRowObjectsJS();
+    const reader = RunReader.open(dir).spans({ step: 1 });
+    assert.equal(rows.length, reader.length);
+    assert.equal(rows.length, 1 + m.spans.count);
+    assert.deepEqual(new Set(rows.map((r) => r.span_id)), new Set(reader.map((s) => s.span_id)));
+    assert.equal(rows.filter((r) => r.kind === 'rollout' && r.sample_id === 's1').length, 1);
   });
 });

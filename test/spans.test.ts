@@ -9,15 +9,14 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import type { TestContext } from 'node:test';
 
-import { Cli } from 'clipanion';
 
 import { Recorder, RlprobeError, RunReader, buildReport, compactRun, keyedSpanId, renderHtml } from '../ts/index.js';
 import type { CloseSummary, RecorderOptions, RunEvent, Span, SpanRecord, SpanTreeNode, StoredSampleRecord } from '../ts/index.js';
-import { buildCli } from '../ts/cli/main.js';
+import { probe } from './helpers/in-process-cli.js';
+import type { CliResult } from './helpers/in-process-cli.js';
 import { freshTempDir, spawnChild, waitForExit } from './helpers/child.js';
 import { throwsCode } from './helpers/errors.js';
 import { openRun, tempRunDir } from './helpers/run-dir.js';
@@ -79,28 +78,6 @@ function fnv1a64(s: string): string {
   return h.toString(16).padStart(16, '0');
 }
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `probe …` in this process (clipanion with captured stdout and stderr). */
-async function probe(args: string[]): Promise<CliResult> {
-  let out = '';
-  let err = '';
-  const sink = (append: (s: string) => void) =>
-    new Writable({
-      write(chunk: Buffer | string, _encoding, callback) {
-        append(chunk.toString());
-        callback();
-      },
-    });
-  const stdout = sink((s) => (out += s)) as unknown as NodeJS.WriteStream;
-  const stderr = sink((s) => (err += s)) as unknown as NodeJS.WriteStream;
-  const code = await buildCli().run(args, { ...Cli.defaultContext, stdout, stderr, colorDepth: 1 });
-  return { code, stdout: out, stderr: err };
-}
 
 function assertCode(r: CliResult, code: number, what: string): void {
   assert.equal(r.code, code, `${what}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);

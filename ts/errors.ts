@@ -16,6 +16,8 @@ export type RlprobeErrorCode =
   | 'RLPROBE_INVALID_QUERY'
   | 'RLPROBE_IMPORT_FAILED'
   | 'RLPROBE_AUTO_HALT'
+  | 'RLPROBE_NOT_A_TRIAL'
+  | 'RLPROBE_NOT_FOUND'
   | 'RLPROBE_NATIVE';
 
 export class RlprobeError extends Error {

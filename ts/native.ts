@@ -10,6 +10,7 @@ export {
   compactSpans,
   readSpans,
   spanCounts,
+  writeCaptureSpans,
   selectSamplesSync,
   selectSamplesAsync,
   sampleFiles,

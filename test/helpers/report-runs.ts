@@ -40,6 +40,10 @@ export function recordReportRun(label: string, options: { collapse?: 'truncation
   });
   recordPointsSync(rec, points);
   rec.logEvent('checkpoint', { step: 200, message: 'saved ckpt-200' });
+  // steps carry the writer's clock, published every 10 ms tick: an event logged within a
+  // tick of the last step can read earlier than it. Wait past a few ticks so the event is
+  // unambiguously after every step (a loaded machine made this flaky).
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
   rec.logEvent('eval', { message: 'no step: placed by its time' });
   rec.close();
   return dir;

@@ -12,6 +12,13 @@ import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
 import { ScaleBenchCommand } from './commands/scale-bench.js';
 import { SpanListCommand } from './commands/span-list.js';
+import { TrialCaptureCommand } from './commands/trial-capture.js';
+import { TrialDeliverCommand } from './commands/trial-deliver.js';
+import { TrialExpandCommand } from './commands/trial-expand.js';
+import { TrialListCommand } from './commands/trial-list.js';
+import { TrialShowCommand } from './commands/trial-show.js';
+import { TrialStageCommand } from './commands/trial-stage.js';
+import { TrialStatusCommand } from './commands/trial-status.js';
 import { WatchCommand } from './commands/watch.js';
 import { VERSION } from '../version.js';
 
@@ -24,6 +31,13 @@ export function buildCli(): Cli<BaseContext> {
   cli.register(SamplesCommand);
   cli.register(SampleCommand);
   cli.register(SpanListCommand);
+  cli.register(TrialCaptureCommand);
+  cli.register(TrialStageCommand);
+  cli.register(TrialDeliverCommand);
+  cli.register(TrialStatusCommand);
+  cli.register(TrialListCommand);
+  cli.register(TrialShowCommand);
+  cli.register(TrialExpandCommand);
   cli.register(CompactCommand);
   cli.register(DoctorCommand);
   cli.register(WatchCommand);

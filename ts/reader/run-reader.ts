@@ -19,6 +19,8 @@ import type { ParsedSampleQuery, SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
 import { readSpansOf, spanCountsOf, spanForest, subtreeIds } from './span-reader.js';
 import type { SpanQuery } from './span-reader.js';
+import { findTrial, readTrialsOf } from './trial-reader.js';
+import type { TrialCapture, TrialQuery } from './trial-reader.js';
 import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
 
 /** How the steps are stored right now. */
@@ -261,6 +263,32 @@ export class RunReader {
     const out: StoredSampleRecord[] = [];
     for (const s of this.samples(q)) if (s.span_id !== undefined && ids.has(s.span_id)) out.push(s);
     return out;
+  }
+
+  // ---- captured trials (format-notes: trials)
+
+  /**
+   * Captured trials (every rank), by step then capture key: each one's manifest with its
+   * trial facts, rewards, ledger and trajectories. Throws RLPROBE_INVALID_QUERY for a bad
+   * filter.
+   */
+  trials(query: TrialQuery = {}): TrialCapture[] {
+    return readTrialsOf(this.sampleDirs(null), query).trials;
+  }
+
+  /** Capture directories a capture or delivery is still writing (or left unfinished). */
+  unfinishedTrials(): string[] {
+    return readTrialsOf(this.sampleDirs(null)).unfinished;
+  }
+
+  /** One capture by key, trial id, trial name or unique key prefix (see `findTrial`). */
+  trial(ref: string): TrialCapture {
+    return findTrial(this.trials(), ref);
+  }
+
+  /** The span tree of a captured trial: its rollout, turns and tool calls. */
+  trialSpanTree(trial: TrialCapture): SpanTreeNode | null {
+    return this.spanTree(trial.spans.rollout_span_id);
   }
 
   /** The run (rank 0) and its rank directories, optionally only `ranks`. */

@@ -4,6 +4,9 @@ import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
 import { NativeRecorder, pushStep, writeFileAtomic } from '../native.js';
+import { captureTrial } from '../trials/capture.js';
+import type { CaptureOptions } from '../trials/capture-options.js';
+import type { CaptureManifest } from '../trials/manifest.js';
 import type { NativeCloseReport } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { SCHEMA_VERSION } from '../schema/manifest.js';
@@ -471,6 +474,17 @@ export class Recorder implements CrashHookTarget {
     const spans = this.spans;
     if (spans === null) return inertSpan(String(kind), String(name));
     return spans.start(kind, name, options);
+  }
+
+  /**
+   * Captures a Harbor trial directory into this run at `options.step` (`captureTrial` with
+   * `run` set to this recorder's directory). Call it from the rollout's own lifecycle hook,
+   * after the harness has written the trial directory and before anything deletes it. Files
+   * are copied without blocking the event loop; a capture error rejects the promise and
+   * never touches the recording.
+   */
+  captureTrial(trialDir: string, options: Omit<CaptureOptions, 'run'>): Promise<CaptureManifest> {
+    return captureTrial(trialDir, { ...options, run: this.runDir });
   }
 
   /** The ambient span, or null outside any. */

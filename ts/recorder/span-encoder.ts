@@ -17,6 +17,27 @@ export const SPAN_OPEN = 2;
 
 const utf8 = new TextEncoder();
 
+/** One span as plain values, for `SpanEncoder.addRow`. Times are Unix seconds. */
+export interface SpanRowInput {
+  spanId: string;
+  parentId: string | null;
+  rootId: string;
+  kind: string;
+  name: string;
+  key: string | null;
+  step: number | null;
+  startTime: number;
+  /** Null while open. */
+  endTime: number | null;
+  /** SPAN_OK, SPAN_ERROR or SPAN_OPEN. */
+  status: number;
+  error: string | null;
+  sampleId: string | null;
+  groupId: string | null;
+  labelsJson: string | null;
+  attributesJson: string | null;
+}
+
 export class SpanEncoder {
   private buf = new Uint8Array(64 * 1024);
   private view = new DataView(this.buf.buffer);
@@ -66,6 +87,34 @@ export class SpanEncoder {
       this.str(c.labelsJson);
     }
     this.str(attributesJson);
+  }
+
+  /** Appends a span given as plain values (a captured trial's), not a recorder's handle. */
+  addRow(r: SpanRowInput): void {
+    const at = this.at;
+    try {
+      this.str(r.spanId);
+      this.str(r.parentId);
+      this.str(r.rootId);
+      this.str(r.kind);
+      this.str(r.name);
+      this.str(r.key);
+      this.reserve(25);
+      this.view.setFloat64(this.at, r.step ?? NaN, true);
+      this.view.setFloat64(this.at + 8, r.startTime, true);
+      this.view.setFloat64(this.at + 16, r.endTime ?? NaN, true);
+      this.buf[this.at + 24] = r.status;
+      this.at += 25;
+      this.str(r.error);
+      this.str(r.sampleId);
+      this.str(r.groupId);
+      this.str(r.labelsJson);
+      this.str(r.attributesJson);
+    } catch (e) {
+      this.at = at;
+      throw e;
+    }
+    this.count++;
   }
 
   /** A span's id: from its block's prefix bytes and its counter, without making the string. */

@@ -23,6 +23,8 @@ import { VERSION } from '../version.js';
 import { chartGroups } from './chart-groups.js';
 import type { ChartSpec } from './chart-groups.js';
 import { DEFAULT_BUCKETS, downsample, stepRows } from './downsample.js';
+import { trialLinks } from './trial-links.js';
+import type { ReportTrials } from './trial-links.js';
 import { chooseSteps, evidenceSamples, evidenceSteps, sampleSpanTrees, samplesAt, stepSamples } from './forensics.js';
 import type { SampleSpans, StepSamples } from './forensics.js';
 import type { SpanKindCount } from '../schema/span-record.js';
@@ -145,6 +147,8 @@ export interface RunReport {
   forensics: StepSamples[];
   /** Span counts per kind, and the rollout trees of the samples shown (when the run has spans). */
   spans: { counts: SpanKindCount[] } & SampleSpans;
+  /** Captured trials at the shown steps, linked from their samples. */
+  trials: ReportTrials;
   events: { total: number; by_kind: Record<string, number>; listed: ReportEvent[] };
   diff: { b: { dir: string; manifest: RunManifest }; result: RunDiff; charts: ReportChart[] } | null;
 }
@@ -297,6 +301,7 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
   const spanCounts = reader.spanCounts();
   const shownSamples = [...forensics.flatMap((f) => f.samples), ...Object.values(evidence)];
   const sampleSpans: SampleSpans = spanCounts.length ? sampleSpanTrees(reader, shownSamples) : { rootOf: {}, trees: {} };
+  const trials = trialLinks(reader, [...forensics.map((f) => f.step), ...shownSamples.map((x) => x.step)]);
 
   progress('reading events');
   const events = reader.events();
@@ -338,6 +343,7 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
     evidence,
     forensics,
     spans: { counts: spanCounts, ...sampleSpans },
+    trials,
     events: { total: events.length, by_kind: byKind, listed },
     diff,
   };

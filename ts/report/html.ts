@@ -11,7 +11,8 @@ import type { Finding } from '../doctor/finding.js';
 import type { ObjectChange } from '../diff/object-diff.js';
 import type { ReportChart, RunReport } from './build-report.js';
 import { sampleKey } from './forensics.js';
-import { esc, jsonBlock, num, sampleCard, table } from './html-parts.js';
+import { esc, jsonBlock, num, sampleCard, table, trialLine } from './html-parts.js';
+import { trialOfSample } from './trial-links.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { SpanTreeNode } from '../schema/span-record.js';
 
@@ -82,7 +83,7 @@ function findingBlock(f: Finding, i: number, r: RunReport): string {
   );
   const samples = f.samples.map((s) => {
     const rec = r.evidence[sampleKey(s.step, s.sample_id)];
-    return rec ? sampleCard(rec, s.why, treeOf(r, rec)) : `<div class="sample missing"><div class="why">${esc(s.why)}</div>step ${esc(s.step)}, sample ${esc(s.sample_id)}: not found in the samples</div>`;
+    return rec ? sampleCard(rec, s.why, treeOf(r, rec), trialOfSample(r.trials, rec.step, rec.sample_id)) : `<div class="sample missing"><div class="why">${esc(s.why)}</div>step ${esc(s.step)}, sample ${esc(s.sample_id)}: not found in the samples</div>`;
   });
   const cause = f.root_cause ? r.diagnosis.findings.findIndex((x) => x.code === f.root_cause) : -1;
   const rootCause = f.root_cause ? `<p>A consequence of ${cause >= 0 ? `<a href="#finding-${cause}">${esc(f.root_cause)}</a>` : esc(f.root_cause)}.</p>` : '';
@@ -147,8 +148,10 @@ function forensicsSection(r: RunReport): string {
   }
   const steps = r.forensics.map((s) => {
     const stored = Object.entries(s.stored).map(([k, n]) => `${k} ${n}`).join(', ') || 'none stored at this step';
-    const cards = s.samples.map((x) => sampleCard(x, undefined, treeOf(r, x))).join('');
-    return `<div class="forensic-step" id="samples-step-${esc(s.step)}"><h3>Step ${esc(s.step)}</h3><p class="muted">${esc(s.why.join('; '))} · stored: ${esc(stored)}</p>${cards}</div>`;
+    const cards = s.samples.map((x) => sampleCard(x, undefined, treeOf(r, x), trialOfSample(r.trials, x.step, x.sample_id))).join('');
+    const trials = r.trials.at[String(s.step)] ?? [];
+    const trialList = trials.length ? `<details class="trials"><summary>${esc(trials.length)} trial${trials.length === 1 ? '' : 's'} captured at this step</summary>${trials.map(trialLine).join('')}</details>` : '';
+    return `<div class="forensic-step" id="samples-step-${esc(s.step)}"><h3>Step ${esc(s.step)}</h3><p class="muted">${esc(s.why.join('; '))} · stored: ${esc(stored)}</p>${trialList}${cards}</div>`;
   });
   return `<section id="forensics"><h2>Samples</h2><p class="muted">Top, bottom and random samples at chosen steps (probe report --steps to choose others; probe samples for all).</p>${steps.join('')}</section>`;
 }
@@ -247,6 +250,7 @@ function runSection(r: RunReport): string {
     (r.spans.counts.length
       ? `<h3>Spans</h3>${table(['kind', 'spans', 'open', 'error'], r.spans.counts.map((c) => [esc(c.kind), esc(num(c.spans)), esc(num(c.open)), esc(num(c.error))]))}`
       : '') +
+    (r.trials.total ? `<h3>Captured trials</h3><p>${esc(r.trials.total)} captured (probe trial list ${esc(r.run.dir)}).</p>` : '') +
     `<h3>Trainer config</h3>${jsonBlock(trainer_config, 'No trainer config recorded.')}` +
     `<h3>Environment</h3>${jsonBlock(environment, 'No environment recorded.')}` +
     `<h3>Extra</h3>${jsonBlock(extra, 'Nothing else recorded.')}</section>`

@@ -75,6 +75,18 @@ export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): str
     out.push('');
   }
 
+  const trialSteps = Object.entries(r.trials.at);
+  if (trialSteps.length) {
+    out.push(`## Captured trials (${r.trials.total} in the run; at the shown steps:)`, '', '| step | trial | outcome | rewards | sample | turns |', '|---:|---|---|---|---|---:|');
+    for (const [, list] of trialSteps) {
+      for (const t of list) {
+        const rewards = t.rewards ? Object.entries(t.rewards).map(([k, v]) => `${k} ${num(v)}`).join(', ') : '—';
+        out.push(`| ${t.step} | [${cell(t.name)}](${t.href}) | ${cell(t.outcome)} | ${cell(rewards)} | ${cell(t.sample_id ?? '—')} | ${t.turns} |`);
+      }
+    }
+    out.push('');
+  }
+
   if (r.events.total) {
     out.push('## Events', '', Object.entries(r.events.by_kind).map(([k, n]) => `${k} ×${n}`).join(' · '));
     const notable = r.events.listed.filter((e) => /crash|signal|auto_halt|error/.test(e.kind));

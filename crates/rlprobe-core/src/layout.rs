@@ -15,6 +15,11 @@ pub const SHARD_PREFIX: &str = "shard-";
 /// and their compaction `spans/spans.parquet`, both inside `spans/`.
 pub const SPANS_DIR: &str = "spans";
 pub const SPANS_FILE: &str = "spans/spans.parquet";
+/// Captured trials (an additive extension, format-notes "trials"): one directory per
+/// capture, `trials/<capture key>/`, holding its manifest, its copied files and the spans
+/// it expanded into, `trials/<capture key>/spans.parquet`.
+pub const TRIALS_DIR: &str = "trials";
+pub const CAPTURE_SPANS_FILE: &str = "spans.parquet";
 /// Rows per compacted sample shard (the Python package's shard size).
 pub const SAMPLE_SHARD_ROWS: usize = 4096;
 /// Footer key of a compacted sample shard: the id shared by the shards one compaction

@@ -235,3 +235,53 @@ fn a_label_with_control_characters_matches_as_json_stringify_wrote_it() {
     }
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn captured_trial_spans_read_beside_the_run_and_are_replaced_whole_on_recapture() {
+    use rlprobe_core::spans::{capture_span_paths, write_capture_spans};
+    let dir = tempdir("capture");
+    // the run's own spans: one compacted tree and one live part on top
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    assert!(rec.push_spans(encode_spans(&rollout(1, 0, "s0")), 5));
+    rec.close(true, Duration::from_secs(30)).unwrap();
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    assert!(rec.push_spans(encode_spans(&rollout(2, 0, "s1")), 5));
+    rec.close(false, Duration::from_secs(30)).unwrap();
+    assert_eq!(list_parts(&dir.join(SPANS_DIR)).unwrap().len(), 1);
+
+    let mut trial = rollout(7, 3, "trial-sample");
+    for r in trial.iter_mut() {
+        r.span_id = format!("cap-{}", r.span_id);
+        r.root_id = format!("cap-{}", r.root_id);
+        r.parent_id = r.parent_id.as_ref().map(|p| format!("cap-{p}"));
+    }
+    assert_eq!(write_capture_spans(&dir, "trial-a.0123", &encode_spans(&trial)).unwrap(), 5);
+    assert_eq!(capture_span_paths(&dir).unwrap(), vec![dir.join("trials/trial-a.0123/spans.parquet")]);
+    let all = read_spans(&dir, &SpanFilter::default()).unwrap();
+    assert_eq!((all.total, all.matched), (15, 15));
+    let at7 = read_spans(&dir, &SpanFilter { step_min: Some(7), step_max: Some(7), ..Default::default() }).unwrap();
+    assert_eq!(at7.batch.num_rows(), 5);
+    assert!(ids(&at7.batch).iter().all(|id| id.starts_with("cap-")));
+
+    // a recapture with fewer spans replaces the file: the dropped ones are gone, none doubled
+    write_capture_spans(&dir, "trial-a.0123", &encode_spans(&trial[..3])).unwrap();
+    let all = read_spans(&dir, &SpanFilter::default()).unwrap();
+    assert_eq!((all.total, all.matched), (13, 13));
+    let counts = span_counts(&dir).unwrap();
+    assert_eq!(counts.iter().map(|c| c.spans).sum::<u64>(), 13);
+
+    // compaction absorbs the run's parts only; the capture keeps its own file
+    compact_spans(&dir).unwrap();
+    assert_eq!(read_spans(&dir, &SpanFilter::default()).unwrap().total, 13);
+    let compacted = fs::File::open(dir.join(SPANS_FILE)).unwrap();
+    assert_eq!(rlprobe_core::parquet_io::row_count(compacted).unwrap(), 10);
+    // with only unique sources the step filter runs inside the read, and still counts all rows
+    let at7 = read_spans(&dir, &SpanFilter { step_min: Some(7), step_max: Some(7), ..Default::default() }).unwrap();
+    assert_eq!((at7.batch.num_rows(), at7.total), (3, 13));
+
+    for bad in ["", "../x", ".hidden", "a/b", "a b"] {
+        let e = write_capture_spans(&dir, bad, &encode_spans(&trial)).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{bad:?}");
+    }
+    assert!(!dir.join("x").exists());
+}

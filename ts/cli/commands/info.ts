@@ -47,6 +47,8 @@ export class InfoCommand extends ProbeCommand {
     const sampleRanks = [...new Set(sampleFiles.map((f) => f.rank))];
     const spanKinds = reader.spanCounts();
     const spanTotal = spanKinds.reduce((a, c) => a + c.spans, 0);
+    const trials = reader.trials();
+    const unfinishedTrials = reader.unfinishedTrials();
     let droppedSpans = 0;
     for (const e of events) if (e.kind === RECORDER_EVENT_KINDS.drops && e.data.record === 'span' && typeof e.data.count === 'number') droppedSpans += e.data.count;
     const status = runStatus(events);
@@ -76,6 +78,9 @@ export class InfoCommand extends ProbeCommand {
       spans: spanTotal,
       spans_by_kind: spanKinds,
       dropped_spans: droppedSpans,
+      trials: trials.length,
+      trials_failed: trials.filter((t) => t.trial.exception !== null).length,
+      trials_unfinished: unfinishedTrials.length,
       migrated_from: reader.adapter.migrated ? reader.adapter.fromVersion : null,
       bad_records: byKind[RECORDER_EVENT_KINDS.badRecord] ?? 0,
       status: { state: status.state, summary: status.summary },
@@ -99,6 +104,12 @@ export class InfoCommand extends ProbeCommand {
       ['steps', steps.length ? `${min} … ${max}  (${steps.length} rows, ${columns.length} columns)` : 'none yet'],
       ['samples', sampleRows ? `${sampleRows} in ${sampleFiles.length} file${sampleFiles.length === 1 ? '' : 's'} (${bytes(info.sample_bytes)})${sampleRanks.length > 1 || sampleRanks[0] !== 0 ? `, ranks ${sampleRanks.join(', ')}` : ''}` : 'none'],
       ['spans', spanTotal ? spanKinds.map((c) => `${c.kind} ${c.spans}${c.error ? ` (${c.error} error)` : ''}${c.open ? ` (${c.open} open)` : ''}`).join(', ') : 'none'],
+      [
+        'trials',
+        trials.length || unfinishedTrials.length
+          ? `${trials.length} captured${trials.length ? ` at ${new Set(trials.map((t) => t.step)).size} step(s)` : ''}${info.trials_failed ? `, ${info.trials_failed} failed` : ''}${unfinishedTrials.length ? `, ${unfinishedTrials.length} capture(s) unfinished` : ''}`
+          : 'none',
+      ],
       ['status', status.summary],
       ['events', `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
       ['drops', dropped || droppedSamples || droppedSpans ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : '', droppedSpans ? `${droppedSpans} span writes` : ''].filter(Boolean).join(', ') + ' dropped (queue full)' : 'none'],

@@ -14,7 +14,7 @@ use arrow::array::BooleanArray;
 use arrow::compute::{lexsort_to_indices, SortColumn, SortOptions};
 
 use super::batch::span_schema;
-use super::read::{last_writes, load, open_sources, SpanFilter};
+use super::read::{last_writes, load, open_sources, Captures, SpanFilter};
 use crate::atomic::{publish, remove_stray_temps};
 use crate::compact::{absorbed_metadata, lock_run, remove_absorbed_parts, CompactReport};
 use crate::layout::{SPANS_DIR, SPANS_FILE};
@@ -37,7 +37,7 @@ pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
     if !parts.is_empty() {
         // each stage drops the one before it: at most two copies of the table at a time
         let unique = {
-            let (batches, _, _) = load(run_dir, &SpanFilter::default(), None)?;
+            let batches = load(run_dir, &SpanFilter::default(), None, Captures::Exclude)?.batches;
             let keep = last_writes(&batches);
             let mut unique = Vec::with_capacity(batches.len());
             for (b, k) in batches.iter().zip(keep) {

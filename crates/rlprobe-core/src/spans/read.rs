@@ -15,6 +15,7 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use super::batch::{conform_spans, span_schema};
+use super::capture_file::open_capture_sources;
 use crate::events::json_string;
 use crate::footer_cache::arrow_metadata;
 use crate::layout::{SPANS_DIR, SPANS_FILE};
@@ -100,20 +101,43 @@ pub(super) fn open_sources(run_dir: &Path) -> io::Result<TableSources> {
     open_compacted_sources(run_dir, SPANS_FILE, SPANS_DIR)
 }
 
-/// The batches of every span file, conformed to the span columns, in write order. When
-/// the compacted file is the only source its rows are unique (the second value), and the
-/// filter is applied while reading (the third value is then false: not every row was
-/// read): its step range skips row groups by their statistics, and its other conditions
-/// are evaluated on their own columns first, so the remaining columns are decoded only
-/// for the rows that match (a tree, an id or a label among 1,000,000 spans).
-pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>) -> io::Result<(Vec<RecordBatch>, bool, bool)> {
-    let sources = open_sources(run_dir)?;
-    let unique = sources.sources.len() == 1 && sources.sources[0].compacted;
+/// Whether a load reads the captured trials' span files too. Compaction must not: a
+/// capture owns its spans, and a recapture that drops one would leave a stale copy behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Captures {
+    Include,
+    Exclude,
+}
+
+pub(super) struct Loaded {
+    pub batches: Vec<RecordBatch>,
+    pub unique: bool,
+    pub complete: bool,
+    pub footer_rows: usize,
+}
+
+/// The batches of every span file, conformed to the span columns, in write order: the
+/// run's own files (compacted table, then live parts), then each captured trial's file.
+/// When no live part is among them every row is unique (the second value): the compacted
+/// table is deduplicated and capture ids never meet a recorder's. The filter is then applied
+/// while reading (the third value is false: not every row was read): its step range skips
+/// row groups by their statistics, and its other conditions are evaluated on their own
+/// columns first, so the remaining columns are decoded only for the rows that match (a
+/// tree, an id or a label among 1,000,000 spans). The fourth value is the rows all sources
+/// hold, from their footers.
+pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>, captures: Captures) -> io::Result<Loaded> {
+    let mut sources = open_sources(run_dir)?.sources;
+    let unique = sources.iter().all(|s| s.compacted);
+    if captures == Captures::Include {
+        sources.extend(open_capture_sources(run_dir)?);
+    }
     let mut batches = Vec::new();
     let mut complete = true;
-    for s in &sources.sources {
+    let mut footer_rows = 0usize;
+    for s in &sources {
         let meta = arrow_metadata(&s.path, &s.file)?;
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(s.file.try_clone()?, meta).with_batch_size(65_536);
+        footer_rows += b.metadata().file_metadata().num_rows() as usize;
         if unique {
             let step_leaf = b.parquet_schema().columns().iter().position(|c| c.path().string() == "step");
             let meta = b.metadata().clone();
@@ -146,7 +170,7 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
             batches.push(conform_spans(&batch).map_err(|e| io::Error::other(format!("{}: {e}", s.path.display())))?);
         }
     }
-    Ok((batches, unique, complete))
+    Ok(Loaded { batches, unique, complete, footer_rows })
 }
 
 /// Per batch, which rows are the last write of their span id.
@@ -209,7 +233,7 @@ fn row_matches(b: &RecordBatch, i: usize, f: &SpanFilter, label_patterns: &[Stri
 
 /// The run's spans matching `filter`, each at its last write, sorted by start time.
 pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> io::Result<SpanRead> {
-    let (batches, unique, complete) = load(run_dir, filter, None)?;
+    let Loaded { batches, unique, complete, footer_rows } = load(run_dir, filter, None, Captures::Include)?;
     let keep = if unique { None } else { Some(last_writes(&batches)) };
     let label_patterns = label_patterns(filter);
     let mut total = 0usize;
@@ -228,8 +252,8 @@ pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> io::Result<SpanRead> {
         }
     }
     if !complete {
-        // skipped row groups still count towards the run's total (from the footer)
-        total = crate::parquet_io::row_count(std::fs::File::open(run_dir.join(SPANS_FILE))?)? as usize;
+        // skipped row groups still count towards the run's total (from the footers)
+        total = footer_rows;
     }
     let all = arrow::compute::concat_batches(&span_schema(), &parts).map_err(to_io)?;
     let matched = all.num_rows();
@@ -251,7 +275,7 @@ pub struct KindCount {
 
 /// Counts per kind (each span once, at its last write), kinds sorted by name.
 pub fn span_counts(run_dir: &Path) -> io::Result<Vec<KindCount>> {
-    let (batches, unique, _) = load(run_dir, &SpanFilter::default(), Some(&["span_id", "kind", "status"]))?;
+    let Loaded { batches, unique, .. } = load(run_dir, &SpanFilter::default(), Some(&["span_id", "kind", "status"]), Captures::Include)?;
     let keep = if unique { None } else { Some(last_writes(&batches)) };
     let mut counts: BTreeMap<String, KindCount> = BTreeMap::new();
     for (bi, b) in batches.iter().enumerate() {

@@ -1,0 +1,86 @@
+//! The spans of one captured trial, `trials/<capture key>/spans.parquet`. A capture is
+//! rewritten whole when the trial is captured again, so its span file is replaced, never
+//! appended to: capturing twice leaves one copy of each span, and spans a recapture no
+//! longer produces disappear with the old file. Its ids are derived from the run, the
+//! capture key and the span's path in the trajectory, so they never meet a recorder's ids
+//! and its rows are unique without the last-write pass the live parts need.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::batch::to_record_batch;
+use super::wire::decode_spans;
+use crate::atomic::publish;
+use crate::layout::{CAPTURE_SPANS_FILE, TRIALS_DIR};
+use crate::parquet_io::{arrow_writer, to_io};
+use crate::props::Codec;
+use crate::steps_files::TableSource;
+
+/// A capture key names one directory under `trials/`: letters, digits, `.`, `_`, `-`,
+/// not starting with a dot, at most 200 bytes. Anything else could leave the run directory.
+pub fn valid_capture_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 200
+        && !key.starts_with('.')
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Replaces the span file of capture `key` with the spans in `wire` (the recorder's wire
+/// form). Returns how many spans it holds. Published atomically: a reader sees the old
+/// file or the new one.
+pub fn write_capture_spans(run_dir: &Path, key: &str, wire: &[u8]) -> io::Result<usize> {
+    if !valid_capture_key(key) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid capture key {key:?}")));
+    }
+    let (rows, bad) = decode_spans(wire, 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    if let Some(b) = bad.first() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} of the capture's spans are malformed: {}", bad.len(), b.reason)));
+    }
+    let batch = to_record_batch(&rows).map_err(io::Error::other)?;
+    let dir = run_dir.join(TRIALS_DIR).join(key);
+    fs::create_dir_all(&dir)?;
+    publish(&dir, CAPTURE_SPANS_FILE, |file| {
+        let mut w = arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
+        w.write(&batch).map_err(to_io)?;
+        Ok(((), w.into_inner().map_err(to_io)?))
+    })?;
+    Ok(rows.len())
+}
+
+/// The span files of every capture in the run, by capture key.
+pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(run_dir.join(TRIALS_DIR)) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut paths = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !valid_capture_key(&name) {
+            continue;
+        }
+        let path = entry.path().join(CAPTURE_SPANS_FILE);
+        if path.is_file() {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// The capture span files, opened, as sources beside the run's own span files. A file
+/// replaced between the listing and the open is skipped only if it is gone for good.
+pub(super) fn open_capture_sources(run_dir: &Path) -> io::Result<Vec<TableSource>> {
+    let mut sources = Vec::new();
+    for path in capture_span_paths(run_dir)? {
+        match File::open(&path) {
+            Ok(file) => sources.push(TableSource { path, file, compacted: true }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sources)
+}

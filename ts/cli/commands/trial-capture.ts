@@ -1,0 +1,46 @@
+import { Command, Option } from 'clipanion';
+
+import { captureTrial } from '../../trials/capture.js';
+import { ProbeCommand } from '../base-command.js';
+import { captureLine, isCount, isPositive, loadParserModules, parseContext } from './trial-common.js';
+
+export class TrialCaptureCommand extends ProbeCommand {
+  static paths = [['trial', 'capture']];
+  static usage = Command.Usage({
+    category: 'Trials',
+    description: 'Capture a Harbor trial directory into a run, keyed to a training step',
+    details:
+      'Copies the declared regular files of the trial (each with its role, size and sha256), records what is missing, skipped or unknown, ' +
+      'reads result.json (trial id, names, agent and model, rewards, exception, phase timings) and expands a recognised trajectory ' +
+      '(ATIF-v1.0 to ATIF-v1.8) into turn and tool_call spans under a rollout span at the step. Capturing the same trial again ' +
+      'replaces the capture in place. Symbolic links and hidden files are listed, never followed; nothing from the trial is executed.',
+    examples: [
+      ['Capture a trial at step 212', '$0 trial capture jobs/j1/hello__AbC1234 --run runs/exp1 --step 212'],
+      ['With the launcher\'s ids', '$0 trial capture trials/t7 --run runs/exp1 --step 212 --sample-id s-17 --group-id g-4 --context rollout_id=r-9'],
+    ],
+  });
+
+  trialDir = Option.String({ name: 'trial_dir' });
+  run = Option.String('--run', { required: true, description: 'The run directory to capture into' });
+  step = Option.String('--step', { required: true, description: 'The training step the trial belongs to', validator: isCount });
+  sampleId = Option.String('--sample-id', { description: 'The sample id (becomes the label `sample`)' });
+  groupId = Option.String('--group-id', { description: 'The group id (becomes the label `group`)' });
+  contextPairs = Option.Array('--context', [], { description: 'A launcher correlation field KEY=VALUE, kept under source.context (repeatable)' });
+  maxFileBytes = Option.String('--max-file-bytes', { description: 'Skip files larger than this (default 268435456)', validator: isPositive });
+  parserModules = Option.Array('--parser-module', [], { description: 'A JS module registering trajectory parsers (repeatable)' });
+  json = Option.Boolean('--json', false, { description: 'Print the capture manifest as JSON' });
+
+  async exec(): Promise<number> {
+    await loadParserModules(this.parserModules);
+    const m = await captureTrial(this.trialDir, {
+      run: this.run,
+      step: this.step,
+      sampleId: this.sampleId,
+      groupId: this.groupId,
+      context: parseContext(this.contextPairs),
+      maxFileBytes: this.maxFileBytes,
+    });
+    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${captureLine(m, this.run)}\n`);
+    return 0;
+  }
+}

@@ -1,0 +1,93 @@
+/** What the `probe trial …` commands share: option parsing, parser modules, one-line summaries. */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as t from 'typanion';
+
+import { RlprobeError } from '../../errors.js';
+import type { CaptureManifest } from '../../trials/manifest.js';
+import type { Ledger } from '../../trials/ledger.js';
+import { registerTrajectoryParser } from '../../trials/trajectory/plan.js';
+import type { TrajectoryParser } from '../../trials/trajectory/plan.js';
+import { bytes } from '../format.js';
+
+export const isCount = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0));
+export const isPositive = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(1));
+
+/** `--context k=v` options as an object; a pair without `=` or key is refused by name. */
+export function parseContext(pairs: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of pairs) {
+    const at = kv.indexOf('=');
+    if (at <= 0) throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid --context ${JSON.stringify(kv)}: expected KEY=VALUE, e.g. rollout_id=r-17`);
+    out[kv.slice(0, at)] = kv.slice(at + 1);
+  }
+  return out;
+}
+
+/**
+ * Loads user parser modules (`--parser-module`): each may call `registerTrajectoryParser`
+ * itself, or export `trajectoryParsers` (or a default export) mapping names to parsers.
+ * This runs the user's own code, never anything from a trial.
+ */
+export async function loadParserModules(modules: readonly string[]): Promise<string[]> {
+  const names: string[] = [];
+  for (const m of modules) {
+    let mod: Record<string, unknown>;
+    try {
+      mod = (await import(pathToFileURL(path.resolve(m)).href)) as Record<string, unknown>;
+    } catch (e) {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid --parser-module ${JSON.stringify(m)}: ${(e as Error).message}`);
+    }
+    const table = (mod.trajectoryParsers ?? mod.default) as Record<string, unknown> | undefined;
+    if (table && typeof table === 'object') {
+      for (const [name, fn] of Object.entries(table)) {
+        if (typeof fn !== 'function') continue;
+        registerTrajectoryParser(name, fn as TrajectoryParser);
+        names.push(name);
+      }
+    }
+  }
+  return names;
+}
+
+export function rewardText(rewards: Record<string, number | null> | null): string {
+  if (!rewards) return 'no reward';
+  return Object.entries(rewards)
+    .map(([k, v]) => `${k}=${v === null ? 'NaN' : Number(v.toPrecision(6))}`)
+    .join(' ');
+}
+
+export function ledgerText(l: Pick<Ledger, 'counts' | 'bytes'>): string {
+  const c = l.counts;
+  const parts = [`${c.collected} collected (${bytes(l.bytes)})`];
+  if (c.missing) parts.push(`${c.missing} missing`);
+  if (c.skipped) parts.push(`${c.skipped} skipped`);
+  if (c.unknown) parts.push(`${c.unknown} unknown`);
+  return parts.join(', ');
+}
+
+export function trajectoryText(m: CaptureManifest): string {
+  if (m.trajectories.length === 0) return 'no trajectory';
+  return m.trajectories
+    .map((t) => {
+      const where = t.trial_step ? `${t.trial_step}: ` : '';
+      if (t.status !== 'expanded') return `${where}${t.path} captured raw (${t.status})`;
+      const sub = t.subtrajectories ? `, ${t.subtrajectories} sub-trajectories` : '';
+      return `${where}${t.format} ${t.turns} turns, ${t.tool_calls} tool calls${sub}`;
+    })
+    .join('; ');
+}
+
+export function statusText(m: CaptureManifest): string {
+  const ex = m.trial.exception;
+  if (ex) return `FAILED ${ex.type ?? 'exception'}${ex.message ? `: ${ex.message.split('\n')[0].slice(0, 80)}` : ''}`;
+  return m.trial.finished ? 'finished' : 'UNFINISHED (no result.json)';
+}
+
+/** One line per capture, as `probe trial capture` and `deliver` print it. */
+export function captureLine(m: CaptureManifest, run: string): string {
+  return (
+    `captured ${JSON.stringify(m.trial.name)} into ${path.join(run, 'trials', m.capture_key)} at step ${m.step}: ` +
+    `${statusText(m)}; ${rewardText(m.trial.rewards)}; files ${ledgerText(m.ledger)}; ${trajectoryText(m)}; ${m.spans.count} spans`
+  );
+}

@@ -1,0 +1,44 @@
+import { Command, Option } from 'clipanion';
+
+import { deliverStaged } from '../../trials/staging.js';
+import { ProbeCommand } from '../base-command.js';
+import { captureLine } from './trial-common.js';
+
+export class TrialDeliverCommand extends ProbeCommand {
+  static paths = [['trial', 'deliver']];
+  static usage = Command.Usage({
+    category: 'Trials',
+    description: 'Deliver staged trials into a run (resumable)',
+    details:
+      'Copies each pending file into the run, verifies it against the sha256 taken at staging, and records each confirmation ' +
+      'before the next file. If the run\'s storage fails part way, the files not confirmed stay listed with their error; ' +
+      'running deliver again finishes the job without duplicates. The capture appears in the run once every file is in. ' +
+      'Exits 1 when any staged trial is not fully delivered.',
+    examples: [
+      ['Deliver one staged trial', '$0 trial deliver /scratch/rlprobe-spool/hello__AbC1234.3f2a9c1d0b7e --run runs/exp1'],
+      ['Deliver a whole spool', '$0 trial deliver /scratch/rlprobe-spool --run runs/exp1'],
+    ],
+  });
+
+  staging = Option.String({ name: 'staging_dir' });
+  run = Option.String('--run', { required: true, description: 'The run directory to deliver into' });
+  json = Option.Boolean('--json', false, { description: 'Print the delivery results as JSON' });
+
+  async exec(): Promise<number> {
+    const results = await deliverStaged(this.staging, { run: this.run });
+    const out = this.context.stdout;
+    if (this.json) out.write(`${JSON.stringify(results.map(({ manifest, ...r }) => ({ ...r, spans: manifest?.spans.count ?? null })), null, 2)}\n`);
+    else {
+      for (const r of results) {
+        if (r.manifest) {
+          out.write(`${captureLine(r.manifest, this.run).replace(/^captured/, 'delivered')}\n`);
+          continue;
+        }
+        out.write(`NOT DELIVERED ${r.dir}: ${r.delivered} files confirmed, ${r.unconfirmed.length} not:\n`);
+        for (const u of r.unconfirmed) out.write(`  ${u.status.padEnd(7)} ${u.path}  (attempts ${u.attempts}${u.last_error ? `; ${u.last_error}` : ''})\n`);
+        out.write(`  run \`probe trial deliver ${r.dir} --run ${this.run}\` again to retry\n`);
+      }
+    }
+    return results.every((r) => r.status === 'delivered') ? 0 : 1;
+  }
+}

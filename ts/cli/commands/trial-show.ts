@@ -1,0 +1,81 @@
+import { Command, Option } from 'clipanion';
+
+import { RunReader } from '../../reader/run-reader.js';
+import type { SpanTreeNode } from '../../schema/span-record.js';
+import { ProbeCommand } from '../base-command.js';
+import { bytes, table } from '../format.js';
+import { formatDuration, treeLines } from './span-list.js';
+import { isCount, ledgerText, rewardText, statusText, trajectoryText } from './trial-common.js';
+
+function countNodes(n: SpanTreeNode): number {
+  return 1 + n.children.reduce((a, c) => a + countNodes(c), 0);
+}
+
+export class TrialShowCommand extends ProbeCommand {
+  static paths = [['trial', 'show']];
+  static usage = Command.Usage({
+    category: 'Trials',
+    description: 'Show one captured trial: rewards, exception, timings, files and ledger, and its span tree',
+    details: 'The capture is named by its capture key, trial id, trial name, or a unique prefix of its key.',
+    examples: [
+      ['By trial name', '$0 trial show runs/exp1 hello__AbC1234'],
+      ['As JSON with its tree', '$0 trial show runs/exp1 hello__AbC1234 --json'],
+    ],
+  });
+
+  run = Option.String({ name: 'run' });
+  capture = Option.String({ name: 'capture' });
+  treeLimit = Option.String('--tree-lines', '400', { description: 'Print at most N lines of the span tree; 0: all', validator: isCount });
+  json = Option.Boolean('--json', false, { description: 'Print the manifest and the span tree as JSON' });
+
+  async exec(): Promise<number> {
+    const reader = RunReader.open(this.run);
+    const t = reader.trial(this.capture);
+    const tree = reader.trialSpanTree(t);
+    const out = this.context.stdout;
+    if (this.json) {
+      const json = (n: SpanTreeNode): unknown => ({ ...n.span, children: n.children.map(json) });
+      out.write(`${JSON.stringify({ ...t, span_tree: tree ? json(tree) : null }, null, 2)}\n`);
+      return 0;
+    }
+    const tr = t.trial;
+    const rows: Array<[string, string]> = [
+      ['capture', `${t.capture_key}  (${t.dir})`],
+      ['step', `${t.step}${t.sample_id ? `  sample ${t.sample_id}` : ''}${t.group_id ? `  group ${t.group_id}` : ''}`],
+      ['trial', `${JSON.stringify(tr.name)}  id ${tr.id ?? '(none: no result.json)'}`],
+      ['task', tr.task_name ?? '-'],
+      ['agent', `${tr.agent ?? '-'}${tr.agent_version ? ` ${tr.agent_version}` : ''}  model ${tr.model ?? '-'}${tr.model_provider ? ` (${tr.model_provider})` : ''}`],
+      ['outcome', statusText(t)],
+      ['rewards', `${rewardText(tr.rewards)}${tr.reward_source ? `  (from ${tr.reward_source})` : ''}`],
+    ];
+    if (tr.tokens) rows.push(['tokens', `in ${tr.tokens.input ?? '-'}  cached ${tr.tokens.cached ?? '-'}  out ${tr.tokens.output ?? '-'}  cost ${tr.tokens.cost_usd === null ? '-' : `$${tr.tokens.cost_usd}`}`]);
+    if (tr.started_at) rows.push(['time', `${tr.started_at} → ${tr.finished_at ?? 'unfinished'}`]);
+    for (const [phase, p] of Object.entries(tr.timings)) rows.push([`  ${phase}`, formatDuration(p.seconds)]);
+    if (Object.keys(t.source.context).length) rows.push(['context', Object.entries(t.source.context).map(([k, v]) => `${k}=${v}`).join(' ')]);
+    rows.push(['source', `${t.source.trial_dir} on ${t.source.host}${t.source.staged_at ? `, staged ${t.source.staged_at}` : ''}; captured ${t.captured_at}`]);
+    rows.push(['trajectory', trajectoryText(t)]);
+    for (const tj of t.trajectories) {
+      if (tj.reason) rows.push(['', `${tj.path}: ${tj.reason}`]);
+      for (const w of tj.warnings.slice(0, 5)) rows.push(['', `${tj.path}: ${w}`]);
+    }
+    out.write(`${table(rows)}\n`);
+    if (tr.exception?.traceback || tr.exception?.text) {
+      const text = (tr.exception.traceback || tr.exception.text || '').trimEnd().split('\n');
+      out.write(`\nexception:\n${text.slice(-12).map((l) => `  ${l}`).join('\n')}\n`);
+    }
+    out.write(`\nfiles: ${ledgerText(t.ledger)}\n`);
+    for (const e of t.ledger.entries) {
+      const size = e.size === null ? '' : bytes(e.size);
+      const sha = e.sha256 ? e.sha256.slice(0, 12) : '';
+      out.write(`  ${e.status.padEnd(9)} ${e.role.padEnd(15)} ${size.padStart(10)}  ${sha.padEnd(12)}  ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`);
+    }
+    out.write(`  covers: ${t.ledger.covers}\n  sandbox: ${t.ledger.sandbox}\n`);
+    if (tree) {
+      const lines = treeLines(tree);
+      const shown = this.treeLimit > 0 ? lines.slice(0, this.treeLimit) : lines;
+      out.write(`\nspans (${countNodes(tree)}):\n${shown.join('\n')}\n`);
+      if (shown.length < lines.length) out.write(`… ${lines.length - shown.length} more lines (--tree-lines 0 prints all)\n`);
+    } else out.write('\nspans: none found (the span file is missing)\n');
+    return 0;
+  }
+}

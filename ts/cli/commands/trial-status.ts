@@ -1,0 +1,51 @@
+import { Command, Option } from 'clipanion';
+
+import { stagingStatus } from '../../trials/staging.js';
+import { ProbeCommand } from '../base-command.js';
+import { ledgerText, rewardText } from './trial-common.js';
+
+export class TrialStatusCommand extends ProbeCommand {
+  static paths = [['trial', 'status']];
+  static usage = Command.Usage({
+    category: 'Trials',
+    description: 'Show the collection and delivery status of staged trials',
+    details:
+      'Collection status is per file, fixed when the trial was staged: collected, missing, skipped (with the reason) or unknown. ' +
+      'Delivery status is per collected file: pending, delivered, or failed with its attempts and last error.',
+    examples: [['A spool', '$0 trial status /scratch/rlprobe-spool']],
+  });
+
+  staging = Option.String({ name: 'staging_dir' });
+  files = Option.Boolean('--files', false, { description: 'List every file, not only those not collected or not delivered' });
+  json = Option.Boolean('--json', false, { description: 'Print the staged records as JSON' });
+
+  async exec(): Promise<number> {
+    const all = stagingStatus(this.staging);
+    const out = this.context.stdout;
+    if (this.json) {
+      out.write(`${JSON.stringify(all.map(({ dir, staged }) => ({ dir, ...staged })), null, 2)}\n`);
+      return 0;
+    }
+    for (const { dir, staged: s } of all) {
+      const d = s.delivery;
+      const files = Object.entries(d.files);
+      const done = files.filter(([, f]) => f.status === 'delivered').length;
+      out.write(`${dir}\n`);
+      out.write(`  trial       ${JSON.stringify(s.trial.name)}  step ${s.step}  ${rewardText(s.trial.rewards)}${s.trial.exception ? `  FAILED ${s.trial.exception.type ?? ''}` : ''}\n`);
+      out.write(`  collection  ${ledgerText(s.collection)}  (staged ${s.source.staged_at})\n`);
+      out.write(
+        `  delivery    ${d.status.toUpperCase()}  ${done}/${files.length} files confirmed` +
+          `${d.attempts ? `, ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}` : ''}${d.run_dir ? ` into ${d.run_dir}` : ''}` +
+          `${d.delivered_at ? ` at ${d.delivered_at}` : ''}${d.status !== 'delivered' && d.last_error ? `\n              last error: ${d.last_error}` : ''}\n`,
+      );
+      for (const e of s.collection.entries) {
+        const f = d.files[e.path];
+        const interesting = e.status !== 'collected' || (f && f.status !== 'delivered');
+        if (!this.files && !interesting) continue;
+        const delivery = f ? `${f.status}${f.attempts > 1 || f.status === 'failed' ? ` (attempts ${f.attempts}${f.last_error ? `; ${f.last_error}` : ''})` : ''}` : '-';
+        out.write(`    ${e.status.padEnd(9)} ${delivery.padEnd(9)} ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`);
+      }
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Links from the report's samples to the trials captured at their steps: a sample whose
+ * `sample_id` a capture was labelled with shows that trial (outcome, rewards, trajectory)
+ * on its card, and each shown step lists every trial captured there.
+ */
+import { pathToFileURL } from 'node:url';
+
+import type { RunReader } from '../reader/run-reader.js';
+import type { TrialCapture } from '../reader/trial-reader.js';
+
+export interface ReportTrial {
+  capture_key: string;
+  name: string;
+  step: number;
+  sample_id: string | null;
+  group_id: string | null;
+  outcome: string;
+  rewards: Record<string, number | null> | null;
+  turns: number;
+  tool_calls: number;
+  /** `file://` URL of the capture directory (the report opens offline, next to the run). */
+  href: string;
+  /** `file://` URL of its main trajectory, when one was collected. */
+  trajectory_href: string | null;
+  rollout_span_id: string;
+}
+
+export interface ReportTrials {
+  /** Captures in the run. */
+  total: number;
+  /** The captures at the shown steps, by step. */
+  at: Record<string, ReportTrial[]>;
+}
+
+function linkOf(t: TrialCapture): ReportTrial {
+  const ex = t.trial.exception;
+  const main = t.trajectories[0];
+  return {
+    capture_key: t.capture_key,
+    name: t.trial.name,
+    step: t.step,
+    sample_id: t.sample_id,
+    group_id: t.group_id,
+    outcome: ex ? `failed: ${ex.type ?? 'exception'}` : t.trial.finished ? 'finished' : 'unfinished',
+    rewards: t.trial.rewards,
+    turns: t.trajectories.reduce((n, x) => n + x.turns, 0),
+    tool_calls: t.trajectories.reduce((n, x) => n + x.tool_calls, 0),
+    href: pathToFileURL(t.dir).href,
+    trajectory_href: main ? pathToFileURL(`${t.files_dir}/${main.path}`).href : null,
+    rollout_span_id: t.spans.rollout_span_id,
+  };
+}
+
+export function trialLinks(reader: RunReader, steps: Iterable<number>): ReportTrials {
+  const all = reader.trials();
+  const wanted = new Set(steps);
+  const at: Record<string, ReportTrial[]> = {};
+  for (const t of all) {
+    if (!wanted.has(t.step)) continue;
+    (at[String(t.step)] ??= []).push(linkOf(t));
+  }
+  return { total: all.length, at };
+}
+
+/** The trial captured for sample `sampleId` at `step`, if any. */
+export function trialOfSample(trials: ReportTrials, step: number, sampleId: string | undefined): ReportTrial | undefined {
+  if (sampleId === undefined) return undefined;
+  return trials.at[String(step)]?.find((t) => t.sample_id === sampleId);
+}

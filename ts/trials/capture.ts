@@ -1,0 +1,93 @@
+/**
+ * `captureTrial`: copies a finished (or failed, or unfinished) Harbor trial directory into
+ * a run, keyed to the training step, and expands its trajectory into spans. Capturing the
+ * same trial again replaces the capture in place. Nothing from the trial is executed: files
+ * are read as bytes, JSON is parsed as data.
+ *
+ * For a guarantee that covers the sandbox too, call it from the producer's own lifecycle
+ * hook before the environment is torn down (after Harbor has downloaded the agent logs,
+ * verifier output and artifacts into the trial directory): what is not in the trial
+ * directory at that moment is what the ledger calls unknown.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { RlprobeError } from '../errors.js';
+import { CaptureOptionsSchema, parseOptions } from './capture-options.js';
+import type { CaptureOptions } from './capture-options.js';
+import { collectTrial, copyCollected, pruneTo } from './collect.js';
+import { CAPTURE_FILE } from './manifest.js';
+import type { CaptureManifest } from './manifest.js';
+import { beginCapture, captureDir, captureFilesDir, finishCapture, runIdOf, supersedeUnfinished } from './run-store.js';
+import { isCaptureKey, safeRelative } from './safe-path.js';
+
+export async function captureTrial(trialDir: string, options: CaptureOptions): Promise<CaptureManifest> {
+  const o = parseOptions(CaptureOptionsSchema, 'capture', options);
+  runIdOf(o.run); // a run directory, before anything is copied into it
+  const trial = collectTrial(trialDir, o.maxFileBytes);
+  beginCapture(o.run, trial.key);
+  const filesRoot = captureFilesDir(o.run, trial.key);
+  mkdirSync(filesRoot, { recursive: true });
+  // clear what an earlier capture left that this one will not write (a file that became a
+  // directory, or the reverse, would block the copy), then copy, then drop failed copies
+  pruneTo(filesRoot, new Set(trial.files));
+  const entries = await copyCollected(trial, filesRoot);
+  pruneTo(filesRoot, new Set(entries.filter((e) => e.status === 'collected').map((e) => e.path)));
+  supersedeUnfinished(o.run, trial.key, trial.info, path.basename(trial.root));
+  return finishCapture(o.run, {
+    key: trial.key,
+    step: o.step,
+    sampleId: o.sampleId ?? null,
+    groupId: o.groupId ?? null,
+    context: o.context ?? {},
+    trialDir: path.resolve(trialDir),
+    stagedAt: null,
+    info: trial.info,
+    entries,
+  });
+}
+
+/** Reads one capture's manifest; throws RLPROBE_NOT_FOUND when it has none. */
+export function readCaptureManifest(runDir: string, key: string): CaptureManifest {
+  if (!isCaptureKey(key)) throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir} (not a capture key)`);
+  const file = path.join(captureDir(runDir, key), CAPTURE_FILE);
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as CaptureManifest;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir}`);
+    throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Re-expands a capture's trajectories from its stored files with the parsers registered now
+ * (`registerTrajectoryParser`): a trajectory captured raw becomes spans, and ids stay the
+ * same, so expanding twice changes nothing. `file` expands that collected file instead.
+ */
+export function expandCapture(runDir: string, key: string, file?: string): CaptureManifest {
+  const m = readCaptureManifest(runDir, key);
+  let only: string | undefined;
+  if (file !== undefined) {
+    const safe = safeRelative(file);
+    if (!safe.ok) throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid expand option file: ${safe.reason}`);
+    if (!m.ledger.entries.some((e) => e.path === safe.path && e.status === 'collected')) {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid expand option file: ${JSON.stringify(file)} is not a collected file of capture ${key}`);
+    }
+    only = safe.path;
+  }
+  return finishCapture(
+    runDir,
+    {
+      key: m.capture_key,
+      step: m.step,
+      sampleId: m.sample_id,
+      groupId: m.group_id,
+      context: m.source.context,
+      trialDir: m.source.trial_dir,
+      stagedAt: m.source.staged_at,
+      info: m.trial,
+      entries: m.ledger.entries,
+    },
+    only,
+  );
+}

@@ -1,0 +1,183 @@
+/**
+ * Where captures live inside a run: `trials/<capture key>/` with `capture.json`, `files/`
+ * and `spans.parquet`. Only this module writes there.
+ */
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+
+import { native, RlprobeError } from '../errors.js';
+import { writeCaptureSpans } from '../native.js';
+import { captureKeyOf, trialIdentity } from './capture-key.js';
+import { captureSpanRows, encodeRows } from './capture-spans.js';
+import { makeLedger } from './ledger.js';
+import type { LedgerEntry } from './ledger.js';
+import { CAPTURE_FILE, CAPTURE_FORMAT_VERSION, FILES_DIR } from './manifest.js';
+import type { CaptureManifest } from './manifest.js';
+import { hostPath, isCleanRelative } from './safe-path.js';
+import { planTrajectories } from './trajectories.js';
+import type { TrialInfo } from './trial-info.js';
+import { writeDurable } from './verified-copy.js';
+
+export const TRIALS_DIR = 'trials';
+
+export function captureDir(runDir: string, key: string): string {
+  return path.join(runDir, TRIALS_DIR, key);
+}
+
+export function captureFilesDir(runDir: string, key: string): string {
+  return path.join(captureDir(runDir, key), FILES_DIR);
+}
+
+/** The run id from `manifest.json`; throws RLPROBE_NOT_A_RUN when there is none. */
+export function runIdOf(runDir: string): string {
+  const file = path.join(runDir, 'manifest.json');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new RlprobeError(missing ? 'RLPROBE_NOT_A_RUN' : 'RLPROBE_BAD_MANIFEST', missing ? `not a run directory (no manifest.json): ${runDir}` : `${file}: ${(e as Error).message}`);
+  }
+  const id = (raw as { run_id?: unknown } | null)?.run_id;
+  if (typeof id !== 'string' || id === '') throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: run_id: expected a non-empty string`);
+  return id;
+}
+
+/** Marks a capture unfinished while it is rewritten: readers list only captures with a manifest. */
+export function beginCapture(runDir: string, key: string): void {
+  rmSync(path.join(captureDir(runDir, key), CAPTURE_FILE), { force: true });
+}
+
+export interface CaptureFacts {
+  key: string;
+  step: number;
+  sampleId: string | null;
+  groupId: string | null;
+  context: Record<string, string>;
+  trialDir: string;
+  stagedAt: string | null;
+  info: TrialInfo;
+  entries: LedgerEntry[];
+}
+
+export function labelsOf(sampleId: string | null, groupId: string | null): Record<string, string> {
+  const labels: Record<string, string> = {};
+  if (sampleId !== null) labels.sample = sampleId;
+  if (groupId !== null) labels.group = groupId;
+  return labels;
+}
+
+/**
+ * Completes a capture whose files are in place: plans the trajectories from the run's copy,
+ * replaces the capture's span file, then writes `capture.json` (last: it is what makes the
+ * capture visible). `only` expands that one trajectory file instead of the default ones.
+ */
+export function finishCapture(runDir: string, facts: CaptureFacts, only?: string): CaptureManifest {
+  const runId = runIdOf(runDir);
+  const filesRoot = captureFilesDir(runDir, facts.key);
+  const trajectories = planTrajectories(filesRoot, facts.entries, only);
+  const referenced = new Set(trajectories.flatMap((t) => [t.record.path, ...t.record.referenced_files]));
+  const entries = facts.entries.map((e) => (referenced.has(e.path) && e.role !== 'trajectory' ? { ...e, role: 'trajectory' as const } : e));
+  const labels = labelsOf(facts.sampleId, facts.groupId);
+  const rows = captureSpanRows({
+    runId,
+    key: facts.key,
+    step: facts.step,
+    sampleId: facts.sampleId,
+    groupId: facts.groupId,
+    labels,
+    info: facts.info,
+    trajectories,
+    filesRoot,
+    now: Date.now() / 1000,
+    context: facts.context,
+  });
+  native(() => writeCaptureSpans(runDir, facts.key, encodeRows(rows)));
+  const byKind: Record<string, number> = {};
+  for (const r of rows) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
+  const manifest: CaptureManifest = {
+    kind: 'harbor_trial',
+    format_version: CAPTURE_FORMAT_VERSION,
+    capture_key: facts.key,
+    step: facts.step,
+    captured_at: new Date().toISOString(),
+    sample_id: facts.sampleId,
+    group_id: facts.groupId,
+    labels,
+    source: { trial_dir: facts.trialDir, host: hostname(), context: facts.context, staged_at: facts.stagedAt },
+    trial: facts.info,
+    trajectories: trajectories.map((t) => t.record),
+    spans: { rollout_span_id: rows[0].spanId, count: rows.length, by_kind: byKind },
+    ledger: makeLedger(entries),
+  };
+  writeDurable(path.join(captureDir(runDir, facts.key), CAPTURE_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+  return manifest;
+}
+
+/**
+ * A trial captured before it finished is keyed by its directory name (it had no result id
+ * yet). Once it has finished and is captured under its result id, that earlier capture is
+ * the same trial, unfinished: remove it, or the run would hold two rollouts for one trial,
+ * one of them open for ever. Only a capture with no trial id, taken from a directory of the
+ * same name, is removed.
+ */
+export function supersedeUnfinished(runDir: string, key: string, info: TrialInfo, dirName: string): void {
+  if (info.id === null) return;
+  const provisional = captureKeyOf(info.name, trialIdentity(null, dirName));
+  if (provisional === key) return;
+  const dir = captureDir(runDir, provisional);
+  let m: CaptureManifest;
+  try {
+    m = JSON.parse(readFileSync(path.join(dir, CAPTURE_FILE), 'utf8')) as CaptureManifest;
+  } catch {
+    return;
+  }
+  if (m.trial?.id !== null || path.basename(m.source?.trial_dir ?? '') !== dirName) return;
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * Removes the files a finished capture of `key` lists as collected that `keep` does not
+ * hold, and the directories that leaves empty. Only paths the manifest names are touched:
+ * anything else in the capture directory is not ours to judge.
+ */
+export function removeStale(runDir: string, key: string, keep: ReadonlySet<string>): void {
+  let m: CaptureManifest;
+  try {
+    m = JSON.parse(readFileSync(path.join(captureDir(runDir, key), CAPTURE_FILE), 'utf8')) as CaptureManifest;
+  } catch {
+    return;
+  }
+  const root = captureFilesDir(runDir, key);
+  for (const e of m.ledger?.entries ?? []) {
+    if (e.status !== 'collected' || keep.has(e.path) || !isCleanRelative(e.path)) continue;
+    rmSync(hostPath(root, e.path), { force: true });
+    // then its directories, while empty
+    for (let dir = path.posix.dirname(e.path); dir !== '.'; dir = path.posix.dirname(dir)) {
+      try {
+        rmdirSync(hostPath(root, dir));
+      } catch {
+        break;
+      }
+    }
+  }
+}
+
+/** Capture keys in `runDir`: finished ones (with a manifest) and unfinished ones. */
+export function captureKeys(runDir: string): { finished: string[]; unfinished: string[] } {
+  const dir = path.join(runDir, TRIALS_DIR);
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return { finished: [], unfinished: [] };
+  }
+  const finished: string[] = [];
+  const unfinished: string[] = [];
+  for (const n of names) {
+    if (n.startsWith('.')) continue;
+    (existsSync(path.join(dir, n, CAPTURE_FILE)) ? finished : unfinished).push(n);
+  }
+  return { finished, unfinished };
+}

@@ -1,0 +1,253 @@
+/**
+ * Stage now, deliver later: for trainers whose run storage is not reachable when a trial
+ * finishes. `stageTrial` copies the trial's durable bytes into `<staging>/<capture key>/files/`
+ * and writes `.probe-capture.json` beside them, recording two things apart:
+ *
+ * - collection (per file: collected, missing, skipped, unknown) — fixed at staging time;
+ * - delivery (per collected file: pending, delivered, failed with attempts and last error).
+ *
+ * `deliverStaged` copies pending files into the run one by one, verifying each against the
+ * sha256 taken at staging, and records each confirmation before moving on: an outage part
+ * way leaves the exact list of unconfirmed files, and delivering again finishes the job
+ * without duplicates. The capture becomes visible in the run only when every file is in.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+import { RlprobeError } from '../errors.js';
+import { parseOptions, StageOptionsSchema } from './capture-options.js';
+import type { StageOptions } from './capture-options.js';
+import { collectTrial, copyCollected, pruneTo } from './collect.js';
+import { countLedger } from './ledger.js';
+import type { CollectionStatus, LedgerEntry } from './ledger.js';
+import { FILES_DIR } from './manifest.js';
+import type { CaptureManifest } from './manifest.js';
+import { beginCapture, captureFilesDir, finishCapture, labelsOf, removeStale, runIdOf, supersedeUnfinished } from './run-store.js';
+import { hostPath, isCaptureKey, isCleanRelative } from './safe-path.js';
+import type { TrialInfo } from './trial-info.js';
+import { copyVerified, sha256Of, writeDurable } from './verified-copy.js';
+
+export const STAGED_FILE = '.probe-capture.json';
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface FileDelivery {
+  status: DeliveryStatus;
+  attempts: number;
+  last_error: string | null;
+  delivered_at: string | null;
+}
+
+export interface StagedCapture {
+  kind: 'rlprobe.staged_trial';
+  format_version: 1;
+  capture_key: string;
+  step: number;
+  sample_id: string | null;
+  group_id: string | null;
+  labels: Record<string, string>;
+  source: { trial_dir: string; context: Record<string, string>; staged_at: string };
+  trial: TrialInfo;
+  /** Collection status of every file (the ledger entries). */
+  collection: { counts: Record<CollectionStatus, number>; bytes: number; entries: LedgerEntry[] };
+  delivery: {
+    status: DeliveryStatus;
+    attempts: number;
+    last_error: string | null;
+    last_attempt_at: string | null;
+    delivered_at: string | null;
+    run_dir: string | null;
+    /** Per collected file. */
+    files: Record<string, FileDelivery>;
+  };
+}
+
+function writeStaged(dir: string, s: StagedCapture): void {
+  writeDurable(path.join(dir, STAGED_FILE), `${JSON.stringify(s, null, 2)}\n`);
+}
+
+export function readStaged(dir: string): StagedCapture {
+  const file = path.join(dir, STAGED_FILE);
+  let s: StagedCapture;
+  try {
+    s = JSON.parse(readFileSync(file, 'utf8')) as StagedCapture;
+  } catch (e) {
+    throw new RlprobeError((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'RLPROBE_NOT_FOUND' : 'RLPROBE_BAD_MANIFEST', `${file}: ${(e as Error).message}`);
+  }
+  if (s?.kind !== 'rlprobe.staged_trial') throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: not a staged trial (kind ${JSON.stringify(s?.kind)})`);
+  // the record names paths we will write to: refuse one that could lead out of the run
+  if (!isCaptureKey(s.capture_key)) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: capture_key ${JSON.stringify(s.capture_key)} is not a capture key`);
+  const bad = Object.keys(s.delivery?.files ?? {}).find((p) => !isCleanRelative(p));
+  if (bad !== undefined) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: delivery.files names ${JSON.stringify(bad)}, not a trial-relative path`);
+  return s;
+}
+
+/** Copies a trial into `<to>/<capture key>/` for later delivery; staging it again restarts its delivery. */
+export async function stageTrial(trialDir: string, options: StageOptions): Promise<{ dir: string; staged: StagedCapture }> {
+  const o = parseOptions(StageOptionsSchema, 'stage', options);
+  const trial = collectTrial(trialDir, o.maxFileBytes);
+  const dir = path.join(o.to, trial.key);
+  const filesRoot = path.join(dir, FILES_DIR);
+  mkdirSync(filesRoot, { recursive: true });
+  pruneTo(filesRoot, new Set(trial.files));
+  const entries = await copyCollected(trial, filesRoot);
+  pruneTo(filesRoot, new Set(entries.filter((e) => e.status === 'collected').map((e) => e.path)));
+  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const files: Record<string, FileDelivery> = {};
+  for (const e of entries) if (e.status === 'collected') files[e.path] = { status: 'pending', attempts: 0, last_error: null, delivered_at: null };
+  const sampleId = o.sampleId ?? null;
+  const groupId = o.groupId ?? null;
+  const staged: StagedCapture = {
+    kind: 'rlprobe.staged_trial',
+    format_version: 1,
+    capture_key: trial.key,
+    step: o.step,
+    sample_id: sampleId,
+    group_id: groupId,
+    labels: labelsOf(sampleId, groupId),
+    source: { trial_dir: path.resolve(trialDir), context: o.context ?? {}, staged_at: new Date().toISOString() },
+    trial: trial.info,
+    collection: { ...countLedger(entries), entries },
+    delivery: { status: 'pending', attempts: 0, last_error: null, last_attempt_at: null, delivered_at: null, run_dir: null, files },
+  };
+  writeStaged(dir, staged);
+  return { dir, staged };
+}
+
+/** Staged capture directories under `dir`: `dir` itself, or its children (a spool). */
+export function stagedDirs(dir: string): string[] {
+  if (existsSync(path.join(dir, STAGED_FILE))) return [dir];
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    throw new RlprobeError('RLPROBE_NOT_FOUND', `no staging directory at ${dir}`);
+  }
+  const out = names.map((n) => path.join(dir, n)).filter((d) => existsSync(path.join(d, STAGED_FILE)));
+  if (out.length === 0) throw new RlprobeError('RLPROBE_NOT_FOUND', `no staged trial in ${dir} (no ${STAGED_FILE} in it or its subdirectories)`);
+  return out;
+}
+
+export interface DeliveryResult {
+  dir: string;
+  key: string;
+  status: DeliveryStatus;
+  delivered: number;
+  /** Collected files not yet confirmed in the run, with their last error. */
+  unconfirmed: { path: string; status: DeliveryStatus; attempts: number; last_error: string | null }[];
+  manifest: CaptureManifest | null;
+}
+
+/** True when the run already holds the staged bytes of `rel` (size and sha256). */
+function alreadyInRun(runFiles: string, rel: string, e: LedgerEntry): boolean {
+  try {
+    const file = hostPath(runFiles, rel);
+    if (statSync(file).size !== e.size) return false;
+    return sha256Of(readFileSync(file)) === e.sha256;
+  } catch {
+    return false;
+  }
+}
+
+/** Delivers one staged capture into `runDir`; see the module comment. */
+export async function deliverOne(dir: string, runDir: string): Promise<DeliveryResult> {
+  const s = readStaged(dir);
+  const now = () => new Date().toISOString();
+  s.delivery.attempts++;
+  s.delivery.last_attempt_at = now();
+  s.delivery.run_dir = path.resolve(runDir);
+  try {
+    runIdOf(runDir);
+  } catch (e) {
+    s.delivery.status = 'failed';
+    s.delivery.last_error = (e as Error).message;
+    writeStaged(dir, s);
+    return result(dir, s, null);
+  }
+  const runFiles = captureFilesDir(runDir, s.capture_key);
+  const entries = new Map(s.collection.entries.map((e) => [e.path, e]));
+  // files an earlier, finished capture of this trial holds and this one does not: removed
+  // first, so a path that changed between file and directory does not block the copy
+  removeStale(runDir, s.capture_key, new Set(Object.keys(s.delivery.files)));
+  if (s.delivery.status !== 'delivered') beginCapture(runDir, s.capture_key);
+  mkdirSync(runFiles, { recursive: true });
+  for (const [rel, f] of Object.entries(s.delivery.files)) {
+    const e = entries.get(rel);
+    if (!e) continue;
+    if (f.status === 'delivered' && alreadyInRun(runFiles, rel, e)) continue;
+    f.attempts++;
+    try {
+      await copyVerified(path.join(dir, FILES_DIR), runFiles, rel, e.sha256);
+      f.status = 'delivered';
+      f.last_error = null;
+      f.delivered_at = now();
+    } catch (err) {
+      f.status = 'failed';
+      f.last_error = (err as Error).message;
+      s.delivery.last_error = `${rel}: ${f.last_error}`;
+    }
+    // each confirmation is on disk before the next copy starts
+    writeStaged(dir, s);
+  }
+  const left = Object.values(s.delivery.files).filter((f) => f.status !== 'delivered').length;
+  let manifest: CaptureManifest | null = null;
+  if (left === 0) {
+    try {
+      pruneTo(runFiles, new Set(Object.keys(s.delivery.files)));
+      supersedeUnfinished(runDir, s.capture_key, s.trial, path.basename(s.source.trial_dir));
+      manifest = finishCapture(runDir, {
+        key: s.capture_key,
+        step: s.step,
+        sampleId: s.sample_id,
+        groupId: s.group_id,
+        context: s.source.context,
+        trialDir: s.source.trial_dir,
+        stagedAt: s.source.staged_at,
+        info: s.trial,
+        entries: s.collection.entries,
+      });
+      s.delivery.status = 'delivered';
+      s.delivery.delivered_at = now();
+      s.delivery.last_error = null;
+    } catch (err) {
+      s.delivery.status = 'failed';
+      s.delivery.last_error = `publishing the capture: ${(err as Error).message}`;
+    }
+  } else {
+    s.delivery.status = 'failed';
+    s.delivery.last_error = `${left} of ${Object.keys(s.delivery.files).length} files not confirmed; last error: ${s.delivery.last_error}`;
+  }
+  writeStaged(dir, s);
+  return result(dir, s, manifest);
+}
+
+function result(dir: string, s: StagedCapture, manifest: CaptureManifest | null): DeliveryResult {
+  const files = Object.entries(s.delivery.files);
+  return {
+    dir,
+    key: s.capture_key,
+    status: s.delivery.status,
+    delivered: files.filter(([, f]) => f.status === 'delivered').length,
+    unconfirmed: files.filter(([, f]) => f.status !== 'delivered').map(([p, f]) => ({ path: p, status: f.status, attempts: f.attempts, last_error: f.last_error })),
+    manifest,
+  };
+}
+
+/** Delivers every staged capture in `stagingDir` (one, or a spool of them) into `runDir`. */
+export async function deliverStaged(stagingDir: string, options: { run: string }): Promise<DeliveryResult[]> {
+  if (typeof options?.run !== 'string' || options.run === '') {
+    throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid deliver option run: expected a run directory (got ${JSON.stringify(options?.run)})`);
+  }
+  const out: DeliveryResult[] = [];
+  for (const d of stagedDirs(stagingDir)) out.push(await deliverOne(d, options.run));
+  return out;
+}
+
+export interface StagingStatus {
+  dir: string;
+  staged: StagedCapture;
+}
+
+export function stagingStatus(stagingDir: string): StagingStatus[] {
+  return stagedDirs(stagingDir).map((dir) => ({ dir, staged: readStaged(dir) }));
+}

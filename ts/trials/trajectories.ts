@@ -1,0 +1,128 @@
+/**
+ * Finds the trajectories of a captured trial and plans their spans. One trajectory per agent
+ * directory: `agent/trajectory.json` (or, for multi-step trials, each
+ * `steps/<name>/agent/trajectory.json`), read from the capture's own copy of the files, so
+ * capture, delivery and a later `probe trial expand` see the same bytes. References inside
+ * a trajectory (subagents, continuations) load only files the ledger collected: never a
+ * symbolic link, never a path outside the trial.
+ */
+import { readFileSync } from 'node:fs';
+
+import { parsePythonJson } from '../import/python-json.js';
+import type { LedgerEntry } from './ledger.js';
+import type { TrajectoryRecord } from './manifest.js';
+import { hostPath, isCleanRelative, safeRelative } from './safe-path.js';
+import { planTrajectory } from './trajectory/plan.js';
+import type { TrajectoryPlan } from './trajectory/plan.js';
+
+export interface PlannedTrajectory {
+  record: TrajectoryRecord;
+  plan: TrajectoryPlan | null;
+}
+
+const MAX_WARNINGS = 20;
+
+/** Agent directories that hold a trajectory: `` and `steps/<name>/`, with their primary file. */
+export function trajectoryFiles(collected: ReadonlySet<string>, only?: string): { path: string; trialStep: string | null }[] {
+  if (only !== undefined) {
+    const m = /^steps\/([^/]+)\//.exec(only);
+    return [{ path: only, trialStep: m ? m[1] : null }];
+  }
+  const byDir = new Map<string, string[]>();
+  for (const p of collected) {
+    const m = /^((?:steps\/[^/]+\/)?)agent\/(trajectory(?:\.[^/]*)?\.json)$/.exec(p);
+    if (!m) continue;
+    const list = byDir.get(m[1]) ?? [];
+    list.push(p);
+    byDir.set(m[1], list);
+  }
+  const out: { path: string; trialStep: string | null }[] = [];
+  for (const [prefix, list] of [...byDir].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const main = `${prefix}agent/trajectory.json`;
+    const chosen = list.includes(main) ? main : list.sort()[0];
+    out.push({ path: chosen, trialStep: prefix === '' ? null : prefix.slice('steps/'.length, -1) });
+  }
+  return out;
+}
+
+function emptyRecord(path: string, trialStep: string | null): TrajectoryRecord {
+  return {
+    path,
+    trial_step: trialStep,
+    status: 'raw',
+    format: null,
+    parser: null,
+    reason: null,
+    turns: 0,
+    tool_calls: 0,
+    subtrajectories: 0,
+    prompt_tokens: null,
+    completion_tokens: null,
+    cached_tokens: null,
+    cost_usd: null,
+    session_id: null,
+    referenced_files: [],
+    warnings: [],
+  };
+}
+
+function readDoc(filesRoot: string, rel: string): { doc: unknown } | { error: string } {
+  try {
+    return { doc: parsePythonJson(readFileSync(hostPath(filesRoot, rel), 'utf8')) };
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+}
+
+/** Plans the spans of every trajectory in a capture whose collected files are under `filesRoot`. */
+export function planTrajectories(filesRoot: string, entries: readonly LedgerEntry[], only?: string): PlannedTrajectory[] {
+  const collected = new Set(entries.filter((e) => e.status === 'collected' && isCleanRelative(e.path)).map((e) => e.path));
+  const out: PlannedTrajectory[] = [];
+  for (const { path: rel, trialStep } of trajectoryFiles(collected, only)) {
+    const record = emptyRecord(rel, trialStep);
+    if (!collected.has(rel)) {
+      record.status = 'unreadable';
+      record.reason = `${rel} was not collected`;
+      out.push({ record, plan: null });
+      continue;
+    }
+    const read = readDoc(filesRoot, rel);
+    if ('error' in read) {
+      record.status = 'unreadable';
+      record.reason = `not JSON: ${read.error}`;
+      out.push({ record, plan: null });
+      continue;
+    }
+    const dir = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
+    const load = (relPath: string, fromDir: string) => {
+      const safe = safeRelative(relPath, fromDir);
+      if (!safe.ok || !collected.has(safe.path)) return undefined;
+      const d = readDoc(filesRoot, safe.path);
+      return 'error' in d ? undefined : { doc: d.doc, path: safe.path };
+    };
+    const { plan, parser, errors } = planTrajectory(read.doc, { load, dir, file: rel });
+    if (plan === null) {
+      record.reason = errors.length > 0 ? `no parser recognised it (${errors.join('; ')})` : 'no registered parser recognises its format: captured raw; `probe trial expand` can expand it once a parser is registered';
+      out.push({ record, plan: null });
+      continue;
+    }
+    const s = plan.summary;
+    Object.assign(record, {
+      status: 'expanded',
+      format: plan.format,
+      parser,
+      turns: s.turns,
+      tool_calls: s.toolCalls,
+      subtrajectories: s.subtrajectories,
+      prompt_tokens: s.promptTokens,
+      completion_tokens: s.completionTokens,
+      cached_tokens: s.cachedTokens,
+      cost_usd: s.costUsd,
+      session_id: s.sessionId,
+      referenced_files: [...plan.referencedFiles].sort(),
+      warnings: [...errors, ...plan.warnings].slice(0, MAX_WARNINGS),
+    } satisfies Partial<TrajectoryRecord>);
+    out.push({ record, plan });
+  }
+  return out;
+}
