@@ -1749,3 +1749,156 @@ describe('a capture replaced by a later one of the same trial', () => {
     assert.deepEqual(listFiles(t.files_dir), ['artifacts/out/report.txt', 'result.json']);
   });
 });
+
+describe('tampered or broken records', () => {
+  it('a staged collected entry without a sha256, or a file list that does not match, is refused; a spool delivers the rest', async () => {
+    const { root, run } = await setup('deliver-tampered-record');
+    const spool = path.join(root, 'spool');
+    const good = path.join(root, 'good__G00d000');
+    const bad = path.join(root, 'bad__B4dRec0');
+    writeTree(good, { 'result.json': { id: 'good-1', trial_name: 'good__G00d000' }, 'agent/log.txt': 'good\n' });
+    writeTree(bad, { 'result.json': { id: 'bad-1', trial_name: 'bad__B4dRec0' }, 'agent/log.txt': 'bad\n' });
+    await stageTrial(good, { to: spool, step: 1 });
+    const { dir } = await stageTrial(bad, { to: spool, step: 1 });
+    const recordFile = path.join(dir, '.probe-capture.json');
+    const rec = JSON.parse(readFileSync(recordFile, 'utf8')) as StagedCapture;
+    const unhashed = { ...rec, collection: { ...rec.collection, entries: rec.collection.entries.map((e) => (e.path === 'agent/log.txt' ? { ...e, sha256: null } : e)) } };
+    writeFileSync(recordFile, JSON.stringify(unhashed));
+    await rejectsCode(deliverStaged(dir, { run }), 'RLPROBE_BAD_MANIFEST', /agent\/log\.txt.*sha256/);
+    const extra = { ...rec, collection: { ...rec.collection, entries: rec.collection.entries.filter((e) => e.path !== 'agent/log.txt') } };
+    writeFileSync(recordFile, JSON.stringify(extra));
+    await rejectsCode(deliverStaged(dir, { run }), 'RLPROBE_BAD_MANIFEST', /does not match the collected files/);
+    // in a spool, the bad record is reported and the good one delivered
+    const results = await deliverStaged(spool, { run });
+    assert.deepEqual(results.map((r) => r.status).sort(), ['delivered', 'failed']);
+    const failed = results.find((r) => r.status === 'failed')!;
+    assert.match(failed.error ?? '', /does not match the collected files/);
+    assert.deepEqual(RunReader.open(run).trials().map((t) => t.trial.name), ['good__G00d000']);
+  });
+
+  it('an unreadable capture.json is skipped and reported; the other captures still read', async () => {
+    const { root, run } = await setup('broken-manifest');
+    const a = path.join(root, 'a__A000000');
+    const b = path.join(root, 'b__B000000');
+    writeTree(a, { 'result.json': { id: 'a-1', trial_name: 'a__A000000' } });
+    writeTree(b, { 'result.json': { id: 'b-1', trial_name: 'b__B000000' } });
+    await captureTrial(a, { run, step: 1 });
+    const mb = await captureTrial(b, { run, step: 1 });
+    writeFileSync(path.join(run, 'trials', mb.capture_key, 'capture.json'), '{"kind": "harbor_trial", "step": 1}');
+    const reader = RunReader.open(run);
+    assert.deepEqual(reader.trials().map((t) => t.trial.name), ['a__A000000']);
+    assert.equal(reader.brokenTrials().length, 1);
+    assert.match(reader.brokenTrials()[0].error, /incomplete/);
+    const list = await probe(['trial', 'list', run]);
+    assertCli(list, 0, 'trial list with a broken capture');
+    assert.match(list.stdout, /unreadable capture .*b__B000000/);
+    const info = await probe(['info', run]);
+    assertCli(info, 0, 'info with a broken capture');
+  });
+
+  it('a failed step of a multi-step trial (step_results) marks its trial_step span and the rollout as errors', async () => {
+    const { root, run } = await setup('step-results');
+    const trial = path.join(root, 'ms__St3pR00');
+    writeTree(trial, {
+      'result.json': {
+        id: 'ms-1',
+        trial_name: 'ms__St3pR00',
+        exception_info: null,
+        step_results: [
+          { step_name: 'setup', verifier_result: { rewards: { reward: 1 } }, exception_info: null, agent_execution: { started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:01:00Z' } },
+          { step_name: 'solve', verifier_result: null, exception_info: { exception_type: 'AgentTimeoutError', exception_message: 'timed out after 600 s' } },
+        ],
+      },
+      'steps/setup/verifier/reward.txt': '1\n',
+      'steps/solve/agent/log.txt': 'ran out of time\n',
+    });
+    const m = await captureTrial(trial, { run, step: 3 });
+    assert.deepEqual(m.trial.steps, ['setup', 'solve']);
+    assert.equal(m.trial.step_results[1].exception?.type, 'AgentTimeoutError');
+    const spans = captureSpans(run, m);
+    const steps = ofKind(spans, 'trial_step');
+    assert.deepEqual(steps.map((s) => [s.name, s.status]), [['setup', 'ok'], ['solve', 'error']]);
+    assert.match(steps[1].error ?? '', /^AgentTimeoutError: timed out/);
+    assert.equal(steps[0].attributes.reward, 1);
+    assert.equal(steps[0].start_time, Date.parse('2026-01-01T00:00:00Z') / 1000);
+    const rollout = rolloutOf(spans);
+    assert.equal(rollout.status, 'error');
+    assert.match(rollout.error ?? '', /^AgentTimeoutError: step solve: timed out/);
+    const show = await probe(['trial', 'list', run]);
+    assert.match(show.stdout, /FAILED in step solve: AgentTimeoutError/);
+  });
+
+  it('a declared file under a skipped (linked or hidden) directory is skipped, not missing', async () => {
+    const { root, run } = await setup('declared-under-skipped');
+    const trial = path.join(root, 'dec__D3cl000');
+    const outside = path.join(root, 'outside');
+    writeTree(outside, { 'x.json': { secret: 1 } });
+    writeTree(trial, {
+      'result.json': { id: 'dec-1', trial_name: 'dec__D3cl000' },
+      'artifacts/manifest.json': [
+        { source: '/a/x.json', destination: 'artifacts/lnk/x.json', type: 'file', status: 'ok' },
+        { source: '/b/y.json', destination: 'artifacts/.cache/y.json', type: 'file', status: 'ok' },
+      ],
+      'artifacts/.cache/y.json': { y: 1 },
+    });
+    symlinkSync(outside, path.join(trial, 'artifacts', 'lnk'));
+    const m = await captureTrial(trial, { run, step: 0 });
+    for (const [p, under] of [['artifacts/lnk/x.json', 'artifacts/lnk'], ['artifacts/.cache/y.json', 'artifacts/.cache']]) {
+      const e = entryOf(m, p);
+      assert.equal(e.status, 'skipped', `${p}: ${e.reason}`);
+      assert.match(e.reason ?? '', new RegExp(`under ${under.replace('.', '\\.')}`));
+    }
+  });
+});
+
+describe('more edges', () => {
+  it('a recapture interrupted after it hid the manifest hides the spans too', async () => {
+    const { root, run } = await setup('hidden-spans');
+    const trial = path.join(root, 'hid__H1dd3n0');
+    writeTree(trial, { 'result.json': { id: 'hid-1', trial_name: 'hid__H1dd3n0' } });
+    cpSync(path.join(CLAUDE_CODE, 'agent', 'trajectory.json'), path.join(trial, 'agent', 'trajectory.json'), { recursive: true });
+    const m = await captureTrial(trial, { run, step: 5 });
+    assert.equal(RunReader.open(run).spans({ step: 5 }).length, m.spans.count);
+    const { beginCapture } = await import('../ts/trials/run-store.js');
+    beginCapture(run, m.capture_key); // what a killed recapture leaves
+    const reader = RunReader.open(run);
+    assert.deepEqual(reader.trials(), []);
+    assert.deepEqual(reader.spans({ step: 5 }), []);
+    assert.deepEqual(reader.spanCounts(), []);
+    await captureTrial(trial, { run, step: 5 });
+    assert.equal(RunReader.open(run).spans({ step: 5 }).length, m.spans.count);
+  });
+
+  it('an inert rank captures into the run directory itself', async () => {
+    const { root, run } = await setup('inert-rank');
+    const trial = path.join(root, 'rank__R4nk300');
+    writeTree(trial, { 'result.json': { id: 'rank-3', trial_name: 'rank__R4nk300' } });
+    const rec = new Recorder(run, { ...FAST, rank: 3, captureEnvironment: false });
+    assert.equal(rec.active, false);
+    const m = await rec.captureTrial(trial, { step: 2, sampleId: 's-r3' });
+    rec.close();
+    assert.ok(existsSync(path.join(run, 'trials', m.capture_key, 'capture.json')));
+    assert.deepEqual(RunReader.open(run).trials().map((t) => [t.trial.name, t.rank]), [['rank__R4nk300', 0]]);
+  });
+
+  it('expand --file replaces the trajectory of its agent directory only, and later expands keep the choice', async () => {
+    const { root, run } = await setup('expand-file');
+    const trial = path.join(root, 'msx__Exp4nd0');
+    const atif = readFileSync(path.join(CLAUDE_CODE, 'agent', 'trajectory.json'), 'utf8');
+    writeTree(trial, {
+      'result.json': { id: 'msx-1', trial_name: 'msx__Exp4nd0' },
+      'steps/a/agent/trajectory.json': JSON.parse(atif),
+      'steps/b/agent/trajectory.json': JSON.parse(atif),
+      'steps/b/agent/alt.json': smallAtif('alt-session', [1, 0, 2]),
+    });
+    const m1 = await captureTrial(trial, { run, step: 1 });
+    assert.deepEqual(m1.trajectories.map((t) => t.path), ['steps/a/agent/trajectory.json', 'steps/b/agent/trajectory.json']);
+    const m2 = expandCapture(run, m1.capture_key, 'steps/b/agent/alt.json');
+    assert.deepEqual(m2.trajectories.map((t) => [t.path, t.status]), [['steps/a/agent/trajectory.json', 'expanded'], ['steps/b/agent/alt.json', 'expanded']]);
+    const m3 = expandCapture(run, m1.capture_key);
+    assert.deepEqual(m3.trajectories.map((t) => t.path), m2.trajectories.map((t) => t.path));
+    assert.equal(m3.spans.count, m2.spans.count);
+    const turns = ofKind(captureSpans(run, m3), 'turn').length;
+    assert.equal(turns, m2.trajectories.reduce((n, t) => n + t.turns, 0));
+  });
+});

@@ -20,7 +20,7 @@ import { rowsOf } from './step-table.js';
 import { readSpansOf, spanCountsOf, spanForest, subtreeIds } from './span-reader.js';
 import type { SpanQuery } from './span-reader.js';
 import { findTrial, readTrialsOf } from './trial-reader.js';
-import type { TrialCapture, TrialQuery } from './trial-reader.js';
+import type { BrokenCapture, TrialCapture, TrialQuery } from './trial-reader.js';
 import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
 
 /** How the steps are stored right now. */
@@ -279,6 +279,11 @@ export class RunReader {
   /** Capture directories a capture or delivery is still writing (or left unfinished). */
   unfinishedTrials(): string[] {
     return readTrialsOf(this.sampleDirs(null)).unfinished;
+  }
+
+  /** Captures whose manifest cannot be read, with why: `trials()` skips them. */
+  brokenTrials(): BrokenCapture[] {
+    return readTrialsOf(this.sampleDirs(null)).broken;
   }
 
   /** One capture by key, trial id, trial name or unique key prefix (see `findTrial`). */

@@ -34,12 +34,27 @@ export interface TrialCapture extends CaptureManifest {
   files_dir: string;
 }
 
-export function readTrialsOf(dirs: readonly RankDir[], query: TrialQuery = {}): { trials: TrialCapture[]; unfinished: string[] } {
+/** A capture whose manifest cannot be read (corrupt, or not a capture manifest): skipped, reported. */
+export interface BrokenCapture {
+  dir: string;
+  error: string;
+}
+
+function shapeProblem(m: CaptureManifest): string | null {
+  if (m === null || typeof m !== 'object') return 'not a JSON object';
+  if (m.kind !== 'harbor_trial') return `kind ${JSON.stringify((m as { kind?: unknown }).kind)} is not harbor_trial`;
+  if (!Number.isSafeInteger(m.step)) return 'no step';
+  if (!m.trial || !m.ledger || !Array.isArray(m.ledger.entries) || !m.spans || !Array.isArray(m.trajectories) || !m.source) return 'incomplete (trial, ledger, spans, trajectories or source missing)';
+  return null;
+}
+
+export function readTrialsOf(dirs: readonly RankDir[], query: TrialQuery = {}): { trials: TrialCapture[]; unfinished: string[]; broken: BrokenCapture[] } {
   const parsed = TrialQuerySchema.safeParse(query);
   if (!parsed.success) throw invalidQuery('trials', query, parsed.error);
   const q = parsed.data;
   const trials: TrialCapture[] = [];
   const unfinished: string[] = [];
+  const broken: BrokenCapture[] = [];
   for (const { rank, dir } of dirs) {
     const keys = captureKeys(dir);
     unfinished.push(...keys.unfinished.map((k) => path.join(dir, 'trials', k)));
@@ -50,7 +65,14 @@ export function readTrialsOf(dirs: readonly RankDir[], query: TrialQuery = {}): 
       } catch (e) {
         // replaced between the listing and the read: it shows up on the next read
         if (e instanceof RlprobeError && e.code === 'RLPROBE_NOT_FOUND') continue;
-        throw e;
+        // one unreadable manifest must not hide every other capture of the run
+        broken.push({ dir: path.join(dir, 'trials', key), error: (e as Error).message });
+        continue;
+      }
+      const problem = shapeProblem(m);
+      if (problem !== null) {
+        broken.push({ dir: path.join(dir, 'trials', key), error: `capture.json: ${problem}` });
+        continue;
       }
       if (q.step !== undefined && m.step !== q.step) continue;
       if (q.stepRange && (m.step < q.stepRange[0] || m.step > q.stepRange[1])) continue;
@@ -59,7 +81,7 @@ export function readTrialsOf(dirs: readonly RankDir[], query: TrialQuery = {}): 
     }
   }
   trials.sort((a, b) => a.step - b.step || a.rank - b.rank || (a.capture_key < b.capture_key ? -1 : a.capture_key > b.capture_key ? 1 : 0));
-  return { trials, unfinished };
+  return { trials, unfinished, broken };
 }
 
 /**

@@ -192,6 +192,8 @@ export class Recorder implements CrashHookTarget {
   readonly options: Readonly<ResolvedRecorderOptions>;
   /** False on an inert (non-recording) rank. */
   readonly active: boolean;
+  /** The run directory as given (rank 0's). */
+  private readonly rootDir: string;
   private readonly native: NativeRecorder | null;
   /** The queue's memory, written directly by `logStep`; null where it cannot be shared. */
   private readonly ring: RingWriter | null;
@@ -218,6 +220,7 @@ export class Recorder implements CrashHookTarget {
     const { rank, recordAllRanks } = this.options;
     this.active = rank === 0 || recordAllRanks;
     this.runDir = rank === 0 ? path.resolve(runDir) : path.join(path.resolve(runDir), `rank-${String(rank).padStart(3, '0')}`);
+    this.rootDir = path.resolve(runDir);
     if (!this.active) {
       this.native = null;
       this.ring = null;
@@ -480,11 +483,13 @@ export class Recorder implements CrashHookTarget {
    * Captures a Harbor trial directory into this run at `options.step` (`captureTrial` with
    * `run` set to this recorder's directory). Call it from the rollout's own lifecycle hook,
    * after the harness has written the trial directory and before anything deletes it. Files
-   * are copied without blocking the event loop; a capture error rejects the promise and
-   * never touches the recording.
+   * are read and written asynchronously (the trajectory is parsed and the spans written
+   * synchronously: milliseconds for hundreds of turns); a capture error rejects the promise
+   * and never touches the recording. A trial is a set of files, not a rank's stream: an inert
+   * rank (one not recording) captures into the run directory itself, which rank 0 created.
    */
   captureTrial(trialDir: string, options: Omit<CaptureOptions, 'run'>): Promise<CaptureManifest> {
-    return captureTrial(trialDir, { ...options, run: this.runDir });
+    return captureTrial(trialDir, { ...options, run: this.active ? this.runDir : this.rootDir });
   }
 
   /** The ambient span, or null outside any. */

@@ -83,7 +83,7 @@ function findingBlock(f: Finding, i: number, r: RunReport): string {
   );
   const samples = f.samples.map((s) => {
     const rec = r.evidence[sampleKey(s.step, s.sample_id)];
-    return rec ? sampleCard(rec, s.why, treeOf(r, rec), trialOfSample(r.trials, rec.step, rec.sample_id)) : `<div class="sample missing"><div class="why">${esc(s.why)}</div>step ${esc(s.step)}, sample ${esc(s.sample_id)}: not found in the samples</div>`;
+    return rec ? sampleCard(rec, s.why, treeOf(r, rec), trialOfSample(r.trials, rec.step, rec.sample_id, rec.rank ?? 0)) : `<div class="sample missing"><div class="why">${esc(s.why)}</div>step ${esc(s.step)}, sample ${esc(s.sample_id)}: not found in the samples</div>`;
   });
   const cause = f.root_cause ? r.diagnosis.findings.findIndex((x) => x.code === f.root_cause) : -1;
   const rootCause = f.root_cause ? `<p>A consequence of ${cause >= 0 ? `<a href="#finding-${cause}">${esc(f.root_cause)}</a>` : esc(f.root_cause)}.</p>` : '';
@@ -148,7 +148,7 @@ function forensicsSection(r: RunReport): string {
   }
   const steps = r.forensics.map((s) => {
     const stored = Object.entries(s.stored).map(([k, n]) => `${k} ${n}`).join(', ') || 'none stored at this step';
-    const cards = s.samples.map((x) => sampleCard(x, undefined, treeOf(r, x), trialOfSample(r.trials, x.step, x.sample_id))).join('');
+    const cards = s.samples.map((x) => sampleCard(x, undefined, treeOf(r, x), trialOfSample(r.trials, x.step, x.sample_id, x.rank ?? 0))).join('');
     const trials = r.trials.at[String(s.step)] ?? [];
     const trialList = trials.length ? `<details class="trials"><summary>${esc(trials.length)} trial${trials.length === 1 ? '' : 's'} captured at this step</summary>${trials.map(trialLine).join('')}</details>` : '';
     return `<div class="forensic-step" id="samples-step-${esc(s.step)}"><h3>Step ${esc(s.step)}</h3><p class="muted">${esc(s.why.join('; '))} · stored: ${esc(stored)}</p>${trialList}${cards}</div>`;

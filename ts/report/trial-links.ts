@@ -11,6 +11,8 @@ import type { TrialCapture } from '../reader/trial-reader.js';
 export interface ReportTrial {
   capture_key: string;
   name: string;
+  /** The rank directory holding it (ranks reuse sample ids). */
+  rank: number;
   step: number;
   sample_id: string | null;
   group_id: string | null;
@@ -34,14 +36,16 @@ export interface ReportTrials {
 
 function linkOf(t: TrialCapture): ReportTrial {
   const ex = t.trial.exception;
+  const failedStep = (t.trial.step_results ?? []).find((o) => o.exception !== null);
   const main = t.trajectories[0];
   return {
     capture_key: t.capture_key,
     name: t.trial.name,
+    rank: t.rank,
     step: t.step,
     sample_id: t.sample_id,
     group_id: t.group_id,
-    outcome: ex ? `failed: ${ex.type ?? 'exception'}` : t.trial.finished ? 'finished' : 'unfinished',
+    outcome: ex ? `failed: ${ex.type ?? 'exception'}` : failedStep ? `failed in step ${failedStep.name}: ${failedStep.exception?.type ?? 'exception'}` : t.trial.finished ? 'finished' : 'unfinished',
     rewards: t.trial.rewards,
     turns: t.trajectories.reduce((n, x) => n + x.turns, 0),
     tool_calls: t.trajectories.reduce((n, x) => n + x.tool_calls, 0),
@@ -62,8 +66,8 @@ export function trialLinks(reader: RunReader, steps: Iterable<number>): ReportTr
   return { total: all.length, at };
 }
 
-/** The trial captured for sample `sampleId` at `step`, if any. */
-export function trialOfSample(trials: ReportTrials, step: number, sampleId: string | undefined): ReportTrial | undefined {
+/** The trial captured for sample `sampleId` of `rank` at `step`, if any. */
+export function trialOfSample(trials: ReportTrials, step: number, sampleId: string | undefined, rank = 0): ReportTrial | undefined {
   if (sampleId === undefined) return undefined;
-  return trials.at[String(step)]?.find((t) => t.sample_id === sampleId);
+  return trials.at[String(step)]?.find((t) => t.sample_id === sampleId && t.rank === rank);
 }

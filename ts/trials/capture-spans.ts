@@ -42,6 +42,19 @@ function bounds(ts: readonly PlannedTrajectory[]): [number | null, number | null
   return [Number.isFinite(lo) ? lo : null, Number.isFinite(hi) ? hi : null];
 }
 
+/** Earliest start and latest end among phase timings, in Unix seconds. */
+function timingBounds(timings: Record<string, { started_at: string | null; finished_at: string | null }>): [number | null, number | null] {
+  let lo: number | null = null;
+  let hi: number | null = null;
+  for (const t of Object.values(timings)) {
+    const a = unixSeconds(t.started_at);
+    const b = unixSeconds(t.finished_at);
+    if (a !== null) lo = lo === null ? a : Math.min(lo, a);
+    if (b !== null) hi = hi === null ? b : Math.max(hi, b);
+  }
+  return [lo, hi];
+}
+
 function primaryReward(rewards: Record<string, number | null> | null): number | null {
   if (!rewards) return null;
   if ('reward' in rewards) return rewards.reward;
@@ -59,7 +72,9 @@ export function captureSpanRows(input: CaptureSpanInput): SpanRowInput[] {
   const start = unixSeconds(info.started_at) ?? planStart ?? input.now;
   const end = unixSeconds(info.finished_at) ?? (info.finished ? (planEnd ?? start) : null);
   const base = { rootId: rolloutId, step: input.step, sampleId: input.sampleId, groupId: input.groupId, labelsJson };
-  const ex = info.exception;
+  // a multi-step trial records a failed step in its step_results, not in exception_info
+  const failedStep = (info.step_results ?? []).find((o) => o.exception !== null);
+  const ex = info.exception ?? (failedStep ? { ...failedStep.exception!, message: `step ${failedStep.name}: ${failedStep.exception!.message ?? ''}` } : null);
   const rows: SpanRowInput[] = [
     {
       ...base,
@@ -88,19 +103,36 @@ export function captureSpanRows(input: CaptureSpanInput): SpanRowInput[] {
     },
   ];
   const times = new Map<string, [number, number | null]>([[rolloutId, [start, end]]]);
-  // one span per step of a multi-step trial, with its reward, trajectory or not
+  // one span per step of a multi-step trial, in the order they ran, with its outcome and
+  // reward (from result.json `step_results`, else the step's reward files)
   const stepSpans = new Map<string, string>();
+  const outcomes = new Map((info.step_results ?? []).map((o) => [o.name, o]));
   const stepNames = [...new Set([...info.steps, ...input.trajectories.map((t) => t.record.trial_step).filter((n): n is string => n !== null)])];
   const copy = new TrialFileReader(input.filesRoot, null);
   for (const name of stepNames) {
     const id = idOf(`step:${name}`);
     stepSpans.set(name, id);
+    const o = outcomes.get(name);
     const [lo, hi] = bounds(input.trajectories.filter((x) => x.record.trial_step === name));
-    const r = stepRewards(copy, name);
-    const s = lo ?? start;
-    const e = hi ?? s;
-    times.set(id, [s, e]);
-    rows.push({ ...base, spanId: id, parentId: rolloutId, kind: 'trial_step', name, key: null, startTime: s, endTime: e, status: SPAN_OK, error: null, attributesJson: JSON.stringify({ reward: primaryReward(r.rewards), rewards: r.rewards }) });
+    const [tlo, thi] = timingBounds(o?.timings ?? {});
+    const rewards = o?.rewards ?? stepRewards(copy, name).rewards;
+    const st = lo ?? tlo ?? start;
+    const en = hi ?? thi ?? st;
+    times.set(id, [st, en]);
+    const ex = o?.exception ?? null;
+    rows.push({
+      ...base,
+      spanId: id,
+      parentId: rolloutId,
+      kind: 'trial_step',
+      name,
+      key: null,
+      startTime: st,
+      endTime: en,
+      status: ex ? SPAN_ERROR : SPAN_OK,
+      error: ex ? `${ex.type ?? 'Exception'}: ${ex.message ?? ''}`.slice(0, 2000) : null,
+      attributesJson: JSON.stringify({ reward: primaryReward(rewards), rewards, ran: o !== undefined }),
+    });
   }
   for (const t of input.trajectories) {
     if (!t.plan) continue;

@@ -18,13 +18,18 @@ import type { CaptureOptions } from './capture-options.js';
 import { collectTrial, copyCollected, pruneTo } from './collect.js';
 import { CAPTURE_FILE } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
-import { beginCapture, captureDir, captureFilesDir, finishCapture, runIdOf, supersedeUnfinished } from './run-store.js';
-import { isCaptureKey, safeRelative } from './safe-path.js';
+import { beginCapture, captureDir, captureFilesDir, finishCapture, finishedCaptureOf, runIdOf, supersedeUnfinished } from './run-store.js';
+import { isCaptureKey, safeRelative, stepsProblem } from './safe-path.js';
+import { trialStepOf } from './trajectories.js';
 
 export async function captureTrial(trialDir: string, options: CaptureOptions): Promise<CaptureManifest> {
   const o = parseOptions(CaptureOptionsSchema, 'capture', options);
   runIdOf(o.run); // a run directory, before anything is copied into it
   const trial = collectTrial(trialDir, o.maxFileBytes);
+  const finished = finishedCaptureOf(o.run, trial.info);
+  if (finished !== null) {
+    throw new RlprobeError('RLPROBE_STATE', `${trialDir} has no result.json, but the run already holds the finished capture of this trial (${finished}): not captured again unfinished`);
+  }
   beginCapture(o.run, trial.key);
   const filesRoot = captureFilesDir(o.run, trial.key);
   mkdirSync(filesRoot, { recursive: true });
@@ -62,18 +67,26 @@ export function readCaptureManifest(runDir: string, key: string): CaptureManifes
 /**
  * Re-expands a capture's trajectories from its stored files with the parsers registered now
  * (`registerTrajectoryParser`): a trajectory captured raw becomes spans, and ids stay the
- * same, so expanding twice changes nothing. `file` expands that collected file instead.
+ * same, so expanding twice changes nothing. The files expanded are the ones the capture
+ * recorded; `file` (a collected file) replaces the one of its agent directory — or is added
+ * — and the choice is recorded, so a later expand keeps it.
  */
 export function expandCapture(runDir: string, key: string, file?: string): CaptureManifest {
   const m = readCaptureManifest(runDir, key);
-  let only: string | undefined;
+  // the manifest decides what is read and rewritten: it must be this capture's, and sane
+  const problem = m.capture_key !== key ? `capture_key ${JSON.stringify(m.capture_key)} is not its directory's` : stepsProblem(m.trial?.steps);
+  if (problem !== null) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${path.join(captureDir(runDir, key), CAPTURE_FILE)}: ${problem}`);
+  const collected = new Set(m.ledger.entries.filter((e) => e.status === 'collected').map((e) => e.path));
+  let chosen: string[] | undefined = m.trajectories.map((t) => t.path).filter((p) => collected.has(p));
+  if (chosen.length === 0) chosen = undefined;
   if (file !== undefined) {
     const safe = safeRelative(file);
     if (!safe.ok) throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid expand option file: ${safe.reason}`);
-    if (!m.ledger.entries.some((e) => e.path === safe.path && e.status === 'collected')) {
+    if (!collected.has(safe.path)) {
       throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid expand option file: ${JSON.stringify(file)} is not a collected file of capture ${key}`);
     }
-    only = safe.path;
+    const step = trialStepOf(safe.path);
+    chosen = [...(chosen ?? []).filter((p) => trialStepOf(p) !== step), safe.path].sort();
   }
   return finishCapture(
     runDir,
@@ -88,6 +101,6 @@ export function expandCapture(runDir: string, key: string, file?: string): Captu
       info: m.trial,
       entries: m.ledger.entries,
     },
-    only,
+    chosen,
   );
 }

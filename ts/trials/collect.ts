@@ -14,7 +14,7 @@ import type { LedgerEntry } from './ledger.js';
 import { roleOf } from './roles.js';
 import { readTrialInfo } from './trial-info.js';
 import type { TrialInfo } from './trial-info.js';
-import { copyVerified } from './verified-copy.js';
+import { copyVerified, GrewPastLimit } from './verified-copy.js';
 
 /** What identifies a trial directory as one: any of Harbor's fixed entries. */
 const TRIAL_MARKERS = ['config.json', 'result.json', 'results.json', 'trial.log', 'agent', 'steps', 'verifier'];
@@ -28,6 +28,7 @@ export interface CollectedTrial {
   declaredBy: Map<string, string[]>;
   /** Ledger entries for everything not copied (skipped, missing, unknown). */
   others: LedgerEntry[];
+  maxFileBytes: number;
 }
 
 export function resolveTrialDir(trialDir: string): string {
@@ -70,7 +71,7 @@ export function collectTrial(trialDir: string, maxFileBytes = DEFAULT_MAX_FILE_B
     const haveReward = rewardFiles.some(has) || (prefix === '' && info.reward_source === 'verifier_result.rewards');
     if (!haveReward) others.push(unknownEntry(`${prefix}verifier/reward.json`, 'no reward file: the verifier did not run, did not finish, or wrote its reward only inside the sandbox'));
   }
-  return { root, info, key, files: [...inv.files.keys()].sort(), declaredBy: inv.declaredBy, others };
+  return { root, info, key, files: [...inv.files.keys()].sort(), declaredBy: inv.declaredBy, others, maxFileBytes };
 }
 
 /**
@@ -82,10 +83,12 @@ export async function copyCollected(trial: CollectedTrial, destRoot: string): Pr
   for (const rel of trial.files) {
     const declared_by = trial.declaredBy.get(rel) ?? [];
     try {
-      const { size, sha256 } = await copyVerified(trial.root, destRoot, rel);
+      const { size, sha256 } = await copyVerified(trial.root, destRoot, rel, { maxBytes: trial.maxFileBytes });
       entries.push({ path: rel, role: roleOf(rel), status: 'collected', size, sha256, reason: null, declared_by });
     } catch (e) {
-      entries.push({ path: rel, role: roleOf(rel), status: 'missing', size: null, sha256: null, reason: `could not be copied: ${(e as Error).message}`, declared_by });
+      // a file that changed under the walk: grown too large is a skip, gone or swapped is missing
+      const status = e instanceof GrewPastLimit ? 'skipped' : 'missing';
+      entries.push({ path: rel, role: roleOf(rel), status, size: null, sha256: null, reason: `could not be copied: ${(e as Error).message}`, declared_by });
     }
   }
   return entries;

@@ -1,13 +1,13 @@
 /**
  * Reading a trial's own files (result, config, rewards, manifests) as data. Only files the
  * walk found to be regular are read — a name that is a symbolic link, or lies under a
- * linked directory, was never walked into and is not in the set — and each is opened with
- * O_NOFOLLOW, so a file swapped for a link after the walk is refused too.
+ * linked directory, was never walked into and is not in the set — and each is opened by
+ * `openInside`, so a file or directory swapped for a link after the walk is refused too.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
 
 import { isPlainObject, parsePythonJson } from '../import/python-json.js';
-import { hostPath } from './safe-path.js';
+import { openInside } from './open-inside.js';
 
 export class TrialFileReader {
   /** `regular`: the trial-relative paths the walk found to be regular files; null for a directory we wrote ourselves (a capture's copy). */
@@ -24,14 +24,13 @@ export class TrialFileReader {
   text(rel: string, limit = Infinity): string | null {
     if (!this.has(rel)) return null;
     let fd: number;
+    let st;
     try {
-      fd = openSync(hostPath(this.root, rel), constants.O_RDONLY | constants.O_NOFOLLOW);
+      ({ fd, stat: st } = openInside(this.root, rel));
     } catch {
       return null;
     }
     try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) return null;
       const want = Number.isFinite(limit) ? Math.min(st.size, limit * 4 + 4) : st.size;
       const buf = Buffer.alloc(want);
       let at = 0;

@@ -162,6 +162,12 @@ function configDeclarations(files: TrialFileReader, refused: LedgerEntry[]): Dec
   return out;
 }
 
+/** `a/b/c` → [`a`, `a/b`]. */
+function ancestors(rel: string): string[] {
+  const parts = rel.split('/');
+  return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('/'));
+}
+
 /** Adds the declared files to the inventory: absent ones as missing, present ones tagged. */
 export function addDeclarations(files: TrialFileReader, inv: Inventory): void {
   const refused: LedgerEntry[] = [];
@@ -183,6 +189,14 @@ export function addDeclarations(files: TrialFileReader, inv: Inventory): void {
     const prefix = `${d.path}/`;
     if (d.kind !== 'file' && [...inv.files.keys()].some((p) => p.startsWith(prefix))) continue;
     if (known.has(d.path)) continue; // on disk but skipped (a symlink, hidden, too large)
+    // under a skipped directory (a link, hidden): it may well be there, but was not entered
+    const skippedAncestor = ancestors(d.path).find((a) => known.has(a));
+    if (skippedAncestor !== undefined) {
+      if (!missing.has(d.path)) {
+        missing.set(d.path, { path: d.path, role: 'artifact', status: 'skipped', size: null, sha256: null, reason: `declared by ${d.by}; under ${skippedAncestor}, which is skipped (not entered)`, declared_by: [d.by] });
+      }
+      continue;
+    }
     const prior = missing.get(d.path);
     if (prior) {
       if (!prior.declared_by.includes(d.by)) prior.declared_by.push(d.by);

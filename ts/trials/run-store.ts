@@ -2,7 +2,7 @@
  * Where captures live inside a run: `trials/<capture key>/` with `capture.json`, `files/`
  * and `spans.parquet`. Only this module writes there.
  */
-import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
@@ -71,12 +71,13 @@ export function labelsOf(sampleId: string | null, groupId: string | null): Recor
 /**
  * Completes a capture whose files are in place: plans the trajectories from the run's copy,
  * replaces the capture's span file, then writes `capture.json` (last: it is what makes the
- * capture visible). `only` expands that one trajectory file instead of the default ones.
+ * capture visible). `chosen` names the trajectory files to expand (default: one per agent
+ * directory, see `trajectoryFiles`).
  */
-export function finishCapture(runDir: string, facts: CaptureFacts, only?: string): CaptureManifest {
+export function finishCapture(runDir: string, facts: CaptureFacts, chosen?: readonly string[]): CaptureManifest {
   const runId = runIdOf(runDir);
   const filesRoot = captureFilesDir(runDir, facts.key);
-  const trajectories = planTrajectories(filesRoot, facts.entries, only);
+  const trajectories = planTrajectories(filesRoot, facts.entries, chosen);
   const referenced = new Set(trajectories.flatMap((t) => [t.record.path, ...t.record.referenced_files]));
   const entries = facts.entries.map((e) => (referenced.has(e.path) && e.role !== 'trajectory' ? { ...e, role: 'trajectory' as const } : e));
   const labels = labelsOf(facts.sampleId, facts.groupId);
@@ -133,27 +134,65 @@ export function supersedeUnfinished(runDir: string, key: string, info: TrialInfo
   } catch {
     return;
   }
-  if (m.trial?.id !== null || path.basename(m.source?.trial_dir ?? '') !== dirName) return;
+  // the key already encodes name and directory; a Harbor trial name is unique to its trial
+  if (m.trial?.id !== null || m.trial?.name !== info.name) return;
   rmSync(dir, { recursive: true, force: true });
 }
 
 /**
- * Removes the files a finished capture of `key` lists as collected that `keep` does not
- * hold, and the directories that leaves empty. Only paths the manifest names are touched:
- * anything else in the capture directory is not ours to judge.
+ * For a trial without a result id (unfinished): the key of a finished capture of the same
+ * trial already in the run, if any. Publishing the unfinished one beside it would give the
+ * trial a second rollout, open for ever.
  */
-export function removeStale(runDir: string, key: string, keep: ReadonlySet<string>): void {
-  let m: CaptureManifest;
-  try {
-    m = JSON.parse(readFileSync(path.join(captureDir(runDir, key), CAPTURE_FILE), 'utf8')) as CaptureManifest;
-  } catch {
-    return;
+export function finishedCaptureOf(runDir: string, info: TrialInfo): string | null {
+  if (info.id !== null) return null;
+  for (const key of captureKeys(runDir).finished) {
+    const m = priorManifest(runDir, key);
+    if (m !== null && m.trial?.id !== null && m.trial?.name === info.name) return key;
   }
+  return null;
+}
+
+/** The manifest of a finished capture of `key`, or null (none, or unreadable). */
+export function priorManifest(runDir: string, key: string): CaptureManifest | null {
+  try {
+    return JSON.parse(readFileSync(path.join(captureDir(runDir, key), CAPTURE_FILE), 'utf8')) as CaptureManifest;
+  } catch {
+    return null;
+  }
+}
+
+/** True when every directory of `rel` under `root` is a real directory (no link on the way). */
+function plainDirsTo(root: string, rel: string): boolean {
+  const parts = rel.split('/');
+  let at = root;
+  for (const p of parts.slice(0, -1)) {
+    at = path.join(at, p);
+    try {
+      if (!lstatSync(at).isDirectory()) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Removes the files an earlier capture (`prior`, read before `beginCapture`) listed as
+ * collected that `keep` does not hold, and the directories that leaves empty, so a path
+ * that changed between file and directory does not block the copy. Only paths the manifest
+ * names are touched, and never through a link: a linked directory on the way is left alone.
+ */
+export function removeStale(runDir: string, key: string, prior: CaptureManifest | null, keep: ReadonlySet<string>): void {
   const root = captureFilesDir(runDir, key);
-  for (const e of m.ledger?.entries ?? []) {
-    if (e.status !== 'collected' || keep.has(e.path) || !isCleanRelative(e.path)) continue;
-    rmSync(hostPath(root, e.path), { force: true });
-    // then its directories, while empty
+  for (const e of prior?.ledger?.entries ?? []) {
+    if (e.status !== 'collected' || keep.has(e.path) || !isCleanRelative(e.path) || !plainDirsTo(root, e.path)) continue;
+    try {
+      if (lstatSync(hostPath(root, e.path)).isDirectory()) continue;
+    } catch {
+      continue;
+    }
+    rmSync(hostPath(root, e.path), { force: true }); // a file, or a link itself (not its target)
     for (let dir = path.posix.dirname(e.path); dir !== '.'; dir = path.posix.dirname(dir)) {
       try {
         rmdirSync(hostPath(root, dir));

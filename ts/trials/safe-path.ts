@@ -52,3 +52,10 @@ export function isCleanRelative(rel: unknown): rel is string {
   const safe = safeRelative(rel);
   return safe.ok && safe.path === rel;
 }
+
+/** Why a list of multi-step step names is unusable as directory names, or null. */
+export function stepsProblem(steps: unknown): string | null {
+  if (!Array.isArray(steps)) return 'trial.steps is not a list';
+  const bad = steps.find((n) => typeof n !== 'string' || n === '' || n === '.' || n === '..' || /[/\\\u0000]/.test(n));
+  return bad === undefined ? null : `trial.steps names ${JSON.stringify(bad)}, not a step directory name`;
+}

@@ -11,19 +11,20 @@
  * way leaves the exact list of unconfirmed files, and delivering again finishes the job
  * without duplicates. The capture becomes visible in the run only when every file is in.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError } from '../errors.js';
 import { parseOptions, StageOptionsSchema } from './capture-options.js';
 import type { StageOptions } from './capture-options.js';
+import { captureKeyOf, trialIdentity } from './capture-key.js';
 import { collectTrial, copyCollected, pruneTo } from './collect.js';
 import { countLedger } from './ledger.js';
 import type { CollectionStatus, LedgerEntry } from './ledger.js';
 import { FILES_DIR } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
-import { beginCapture, captureFilesDir, finishCapture, labelsOf, removeStale, runIdOf, supersedeUnfinished } from './run-store.js';
-import { hostPath, isCaptureKey, isCleanRelative } from './safe-path.js';
+import { beginCapture, captureFilesDir, finishCapture, finishedCaptureOf, labelsOf, priorManifest, removeStale, runIdOf, supersedeUnfinished } from './run-store.js';
+import { hostPath, isCaptureKey, isCleanRelative, stepsProblem } from './safe-path.js';
 import type { TrialInfo } from './trial-info.js';
 import { copyVerified, sha256Of, writeDurable } from './verified-copy.js';
 
@@ -79,7 +80,29 @@ export function readStaged(dir: string): StagedCapture {
   if (!isCaptureKey(s.capture_key)) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: capture_key ${JSON.stringify(s.capture_key)} is not a capture key`);
   const bad = Object.keys(s.delivery?.files ?? {}).find((p) => !isCleanRelative(p));
   if (bad !== undefined) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: delivery.files names ${JSON.stringify(bad)}, not a trial-relative path`);
+  const problem = collectedProblem(s.collection?.entries, s.delivery?.files) ?? stepsProblem(s.trial?.steps);
+  if (problem !== null) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${problem}`);
   return s;
+}
+
+/**
+ * Why the collected entries cannot be trusted, or null: each must be a clean path with a
+ * sha256 and a size (delivery verifies every copy against it), and exactly the files the
+ * delivery tracks.
+ */
+function collectedProblem(entries: unknown, files: Record<string, FileDelivery> | undefined): string | null {
+  if (!Array.isArray(entries)) return 'collection.entries is not a list';
+  const collected = new Set<string>();
+  for (const e of entries as LedgerEntry[]) {
+    if (e?.status !== 'collected') continue;
+    if (!isCleanRelative(e.path)) return `collection.entries names ${JSON.stringify(e.path)}, not a trial-relative path`;
+    if (typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256)) return `collection.entries ${JSON.stringify(e.path)} has no sha256`;
+    if (!Number.isSafeInteger(e.size) || (e.size as number) < 0) return `collection.entries ${JSON.stringify(e.path)} has no size`;
+    collected.add(e.path);
+  }
+  const tracked = Object.keys(files ?? {});
+  if (tracked.length !== collected.size || tracked.some((p) => !collected.has(p))) return 'delivery.files does not match the collected files';
+  return null;
 }
 
 /** Copies a trial into `<to>/<capture key>/` for later delivery; staging it again restarts its delivery. */
@@ -87,6 +110,7 @@ export async function stageTrial(trialDir: string, options: StageOptions): Promi
   const o = parseOptions(StageOptionsSchema, 'stage', options);
   const trial = collectTrial(trialDir, o.maxFileBytes);
   const dir = path.join(o.to, trial.key);
+  dropUnfinishedStaged(o.to, trial.key, trial.info, path.basename(trial.root));
   const filesRoot = path.join(dir, FILES_DIR);
   mkdirSync(filesRoot, { recursive: true });
   pruneTo(filesRoot, new Set(trial.files));
@@ -114,6 +138,20 @@ export async function stageTrial(trialDir: string, options: StageOptions): Promi
   return { dir, staged };
 }
 
+/** Staging a finished trial makes a staged copy of it taken before it finished obsolete: removed. */
+function dropUnfinishedStaged(to: string, key: string, info: TrialInfo, dirName: string): void {
+  if (info.id === null) return;
+  const provisional = captureKeyOf(info.name, trialIdentity(null, dirName));
+  if (provisional === key) return;
+  const old = path.join(to, provisional);
+  try {
+    const s = readStaged(old);
+    if (s.trial.id === null && s.trial.name === info.name) rmSync(old, { recursive: true, force: true });
+  } catch {
+    /* none staged, or not ours to remove */
+  }
+}
+
 /** Staged capture directories under `dir`: `dir` itself, or its children (a spool). */
 export function stagedDirs(dir: string): string[] {
   if (existsSync(path.join(dir, STAGED_FILE))) return [dir];
@@ -136,6 +174,21 @@ export interface DeliveryResult {
   /** Collected files not yet confirmed in the run, with their last error. */
   unconfirmed: { path: string; status: DeliveryStatus; attempts: number; last_error: string | null }[];
   manifest: CaptureManifest | null;
+  /** Why the staged record itself could not be used (unreadable, tampered, …). */
+  error?: string;
+}
+
+/** True when every staged file is in the run at its staged size (a cheap check, no hashing). */
+function stillInRun(runFiles: string, s: StagedCapture): boolean {
+  for (const e of s.collection.entries) {
+    if (e.status !== 'collected') continue;
+    try {
+      if (statSync(hostPath(runFiles, e.path)).size !== e.size) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** True when the run already holds the staged bytes of `rel` (size and sha256). */
@@ -153,6 +206,11 @@ function alreadyInRun(runFiles: string, rel: string, e: LedgerEntry): boolean {
 export async function deliverOne(dir: string, runDir: string): Promise<DeliveryResult> {
   const s = readStaged(dir);
   const now = () => new Date().toISOString();
+  // delivered before into this run, and the run still holds exactly that delivery: nothing to do
+  const prior = existsSync(path.join(runDir, 'manifest.json')) ? priorManifest(runDir, s.capture_key) : null;
+  if (s.delivery.status === 'delivered' && s.delivery.run_dir === path.resolve(runDir) && prior?.source?.staged_at === s.source.staged_at && stillInRun(captureFilesDir(runDir, s.capture_key), s)) {
+    return result(dir, s, prior);
+  }
   s.delivery.attempts++;
   s.delivery.last_attempt_at = now();
   s.delivery.run_dir = path.resolve(runDir);
@@ -162,14 +220,21 @@ export async function deliverOne(dir: string, runDir: string): Promise<DeliveryR
     s.delivery.status = 'failed';
     s.delivery.last_error = (e as Error).message;
     writeStaged(dir, s);
-    return result(dir, s, null);
+    return { ...result(dir, s, null), error: s.delivery.last_error };
   }
   const runFiles = captureFilesDir(runDir, s.capture_key);
   const entries = new Map(s.collection.entries.map((e) => [e.path, e]));
-  // files an earlier, finished capture of this trial holds and this one does not: removed
-  // first, so a path that changed between file and directory does not block the copy
-  removeStale(runDir, s.capture_key, new Set(Object.keys(s.delivery.files)));
-  if (s.delivery.status !== 'delivered') beginCapture(runDir, s.capture_key);
+  const finished = finishedCaptureOf(runDir, s.trial);
+  if (finished !== null) {
+    s.delivery.status = 'failed';
+    s.delivery.last_error = `obsolete: the run holds the finished capture of this trial (${finished}); this staged copy was taken before it finished and can be removed`;
+    writeStaged(dir, s);
+    return { ...result(dir, s, null), error: s.delivery.last_error };
+  }
+  // the capture stops being listed before anything of it changes; then the files an earlier
+  // capture of this trial holds and this one does not are removed
+  beginCapture(runDir, s.capture_key);
+  removeStale(runDir, s.capture_key, prior, new Set(Object.keys(s.delivery.files)));
   mkdirSync(runFiles, { recursive: true });
   for (const [rel, f] of Object.entries(s.delivery.files)) {
     const e = entries.get(rel);
@@ -177,7 +242,7 @@ export async function deliverOne(dir: string, runDir: string): Promise<DeliveryR
     if (f.status === 'delivered' && alreadyInRun(runFiles, rel, e)) continue;
     f.attempts++;
     try {
-      await copyVerified(path.join(dir, FILES_DIR), runFiles, rel, e.sha256);
+      await copyVerified(path.join(dir, FILES_DIR), runFiles, rel, { expectSha256: e.sha256 ?? '' });
       f.status = 'delivered';
       f.last_error = null;
       f.delivered_at = now();
@@ -238,8 +303,18 @@ export async function deliverStaged(stagingDir: string, options: { run: string }
   if (typeof options?.run !== 'string' || options.run === '') {
     throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid deliver option run: expected a run directory (got ${JSON.stringify(options?.run)})`);
   }
+  const dirs = stagedDirs(stagingDir);
+  // one staged trial: its record's problem is the caller's error
+  if (dirs.length === 1 && dirs[0] === stagingDir) return [await deliverOne(dirs[0], options.run)];
   const out: DeliveryResult[] = [];
-  for (const d of stagedDirs(stagingDir)) out.push(await deliverOne(d, options.run));
+  for (const d of dirs) {
+    try {
+      out.push(await deliverOne(d, options.run));
+    } catch (e) {
+      // one bad record must not stop the rest of a spool
+      out.push({ dir: d, key: path.basename(d), status: 'failed', delivered: 0, unconfirmed: [], manifest: null, error: (e as Error).message });
+    }
+  }
   return out;
 }
 

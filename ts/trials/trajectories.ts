@@ -22,12 +22,18 @@ export interface PlannedTrajectory {
 
 const MAX_WARNINGS = 20;
 
-/** Agent directories that hold a trajectory: `` and `steps/<name>/`, with their primary file. */
-export function trajectoryFiles(collected: ReadonlySet<string>, only?: string): { path: string; trialStep: string | null }[] {
-  if (only !== undefined) {
-    const m = /^steps\/([^/]+)\//.exec(only);
-    return [{ path: only, trialStep: m ? m[1] : null }];
-  }
+/** The multi-step step a trial-relative path belongs to (`steps/<name>/…`), or null. */
+export function trialStepOf(rel: string): string | null {
+  return /^steps\/([^/]+)\//.exec(rel)?.[1] ?? null;
+}
+
+/**
+ * The trajectory files to expand: `chosen` when given (a capture's recorded choice), else
+ * one per agent directory (`` and `steps/<name>/`): its `trajectory.json`, else the first
+ * `trajectory*.json`.
+ */
+export function trajectoryFiles(collected: ReadonlySet<string>, chosen?: readonly string[]): { path: string; trialStep: string | null }[] {
+  if (chosen !== undefined) return chosen.map((p) => ({ path: p, trialStep: trialStepOf(p) }));
   const byDir = new Map<string, string[]>();
   for (const p of collected) {
     const m = /^((?:steps\/[^/]+\/)?)agent\/(trajectory(?:\.[^/]*)?\.json)$/.exec(p);
@@ -75,10 +81,10 @@ function readDoc(filesRoot: string, rel: string): { doc: unknown } | { error: st
 }
 
 /** Plans the spans of every trajectory in a capture whose collected files are under `filesRoot`. */
-export function planTrajectories(filesRoot: string, entries: readonly LedgerEntry[], only?: string): PlannedTrajectory[] {
+export function planTrajectories(filesRoot: string, entries: readonly LedgerEntry[], chosen?: readonly string[]): PlannedTrajectory[] {
   const collected = new Set(entries.filter((e) => e.status === 'collected' && isCleanRelative(e.path)).map((e) => e.path));
   const out: PlannedTrajectory[] = [];
-  for (const { path: rel, trialStep } of trajectoryFiles(collected, only)) {
+  for (const { path: rel, trialStep } of trajectoryFiles(collected, chosen)) {
     const record = emptyRecord(rel, trialStep);
     if (!collected.has(rel)) {
       record.status = 'unreadable';

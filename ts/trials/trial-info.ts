@@ -16,6 +16,13 @@ export interface TrialException {
   text: string | null;
 }
 
+export interface StepOutcome {
+  name: string;
+  exception: TrialException | null;
+  rewards: Record<string, number | null> | null;
+  timings: Record<string, PhaseTiming>;
+}
+
 export interface PhaseTiming {
   started_at: string | null;
   finished_at: string | null;
@@ -42,8 +49,10 @@ export interface TrialInfo {
   /** Harbor's phases (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`) and any other `{started_at, finished_at}` member of the result. */
   timings: Record<string, PhaseTiming>;
   tokens: { input: number | null; cached: number | null; output: number | null; cost_usd: number | null } | null;
-  /** Multi-step trials: the step names under `steps/`, in order. */
+  /** Multi-step trials: the step names, in the order they ran (`result.json` `step_results`), then any other `steps/<name>/` by name. */
   steps: string[];
+  /** Multi-step trials: each step's own outcome from `result.json` `step_results` (Harbor records a step's failure there, not in the trial's `exception_info`). */
+  step_results: StepOutcome[];
   /** Whether `result.json` was there: a trial without it had not finished. */
   finished: boolean;
 }
@@ -118,14 +127,36 @@ function timingsOf(result: Record<string, unknown>): Record<string, PhaseTiming>
   return out;
 }
 
+function exceptionOf(info: unknown): TrialException | null {
+  if (!isPlainObject(info)) return null;
+  return { type: str(info.exception_type), message: str(info.exception_message), traceback: str(info.exception_traceback), occurred_at: str(info.occurred_at), text: null };
+}
+
+/** `step_results` of a multi-step trial's result: each step's name, exception, rewards and timings. */
+function stepOutcomes(result: Record<string, unknown>): StepOutcome[] {
+  if (!Array.isArray(result.step_results)) return [];
+  const out: StepOutcome[] = [];
+  for (const item of result.step_results) {
+    if (!isPlainObject(item)) continue;
+    const name = str(item.step_name) ?? str(item.name);
+    // a name becomes a directory name (steps/<name>/): one plain segment only
+    if (name === null || name === '.' || name === '..' || /[/\\\u0000]/.test(name)) continue;
+    out.push({ name, exception: exceptionOf(item.exception_info), rewards: rewardsOf(obj(item.verifier_result).rewards), timings: timingsOf(item) });
+  }
+  return out;
+}
+
 /** Rewards of one multi-step trial step (`steps/<name>/verifier/…`). */
 export function stepRewards(files: TrialFileReader, step: string): Pick<TrialInfo, 'rewards' | 'reward_source'> {
   return readRewards(files, null, `steps/${step}/`);
 }
 
 /** The trial's own account of itself; `dirName` names it when nothing else does. */
-export function readTrialInfo(files: TrialFileReader, dirName: string, stepNames: string[]): TrialInfo {
+export function readTrialInfo(files: TrialFileReader, dirName: string, stepDirs: string[]): TrialInfo {
   const result = files.jsonObject('result.json') ?? files.jsonObject('results.json');
+  const step_results = result ? stepOutcomes(result) : [];
+  const ran = step_results.map((o) => o.name);
+  const stepNames = [...new Set([...ran, ...[...stepDirs].sort()])];
   const config = files.jsonObject('config.json');
   const r = result ?? {};
   const agentInfo = obj(r.agent_info);
@@ -169,6 +200,7 @@ export function readTrialInfo(files: TrialFileReader, dirName: string, stepNames
     timings: result ? timingsOf(r) : {},
     tokens,
     steps: stepNames,
+    step_results,
     finished: result !== null,
   };
 }

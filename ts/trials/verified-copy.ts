@@ -7,10 +7,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { constants } from 'node:fs';
 import { mkdir, open, realpath, rename, rm, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
+import { openInsideAsync } from './open-inside.js';
 import { hostPath, isInside } from './safe-path.js';
 
 export interface CopiedFile {
@@ -83,21 +84,53 @@ async function ensureParentInside(root: string, rel: string): Promise<string> {
   return dest;
 }
 
+/** A file that grew past the capture limit between the walk and the copy. */
+export class GrewPastLimit extends Error {}
+
 /**
- * Copies `srcRoot/rel` to `destRoot/rel`. With `expectSha256`, a copy whose bytes differ is
- * refused (the staged file changed after staging) and nothing is written.
+ * Reads the whole file, at most `limit` bytes; more is an error (it grew since it was
+ * sized). The buffer is sized from `fstat`, so a file read once needs one allocation.
  */
-export async function copyVerified(srcRoot: string, destRoot: string, rel: string, expectSha256?: string | null): Promise<CopiedFile> {
-  // O_NOFOLLOW: a file swapped for a symbolic link after the walk is refused, not followed
-  const src = await open(hostPath(srcRoot, rel), constants.O_RDONLY | constants.O_NOFOLLOW);
+async function readCapped(fh: FileHandle, size: number, rel: string, limit: number): Promise<Buffer> {
+  let buf = Buffer.allocUnsafe(Math.min(size, limit) + 1);
+  let total = 0;
+  for (;;) {
+    if (total === buf.length) {
+      if (total > limit) throw new GrewPastLimit(`grew past the capture limit (${limit} bytes) while it was copied`);
+      const grown = Buffer.allocUnsafe(Math.min(2 * buf.length, limit + 1));
+      buf.copy(grown, 0, 0, total);
+      buf = grown;
+    }
+    const { bytesRead } = await fh.read(buf, total, buf.length - total, total);
+    if (bytesRead === 0) break;
+    total += bytesRead;
+  }
+  if (total > limit) throw new GrewPastLimit(`grew past the capture limit (${limit} bytes) while it was copied`);
+  return buf.subarray(0, total);
+}
+
+export interface CopyOptions {
+  /** The sha256 the bytes must have (delivery: the staged hash); a mismatch writes nothing. */
+  expectSha256?: string;
+  /** Bytes a file may have (the capture limit). */
+  maxBytes?: number;
+}
+
+/**
+ * Copies `srcRoot/rel` to `destRoot/rel`: the source opened and proven inside `srcRoot`
+ * (open-inside.ts), hashed as read, the copy written durably inside `destRoot`.
+ */
+export async function copyVerified(srcRoot: string, destRoot: string, rel: string, options: CopyOptions = {}): Promise<CopiedFile> {
+  const { fh, stat } = await openInsideAsync(srcRoot, rel);
   let bytes: Buffer;
   try {
-    bytes = await src.readFile();
+    bytes = await readCapped(fh, stat.size, rel, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
   } finally {
-    await src.close();
+    await fh.close();
   }
   const sha256 = sha256Of(bytes);
-  if (expectSha256 && sha256 !== expectSha256) {
+  const expectSha256 = options.expectSha256;
+  if (expectSha256 !== undefined && sha256 !== expectSha256) {
     throw new Error(`${rel} changed since it was collected (sha256 ${sha256.slice(0, 12)}… ≠ ${expectSha256.slice(0, 12)}…)`);
   }
   await writeDurableAsync(await ensureParentInside(destRoot, rel), bytes);

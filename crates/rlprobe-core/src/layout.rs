@@ -20,6 +20,8 @@ pub const SPANS_FILE: &str = "spans/spans.parquet";
 /// it expanded into, `trials/<capture key>/spans.parquet`.
 pub const TRIALS_DIR: &str = "trials";
 pub const CAPTURE_SPANS_FILE: &str = "spans.parquet";
+/// A capture's manifest, written last: a capture without it is unfinished and not read.
+pub const CAPTURE_MANIFEST_FILE: &str = "capture.json";
 /// Rows per compacted sample shard (the Python package's shard size).
 pub const SAMPLE_SHARD_ROWS: usize = 4096;
 /// Footer key of a compacted sample shard: the id shared by the shards one compaction

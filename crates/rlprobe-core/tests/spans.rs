@@ -256,6 +256,10 @@ fn captured_trial_spans_read_beside_the_run_and_are_replaced_whole_on_recapture(
         r.parent_id = r.parent_id.as_ref().map(|p| format!("cap-{p}"));
     }
     assert_eq!(write_capture_spans(&dir, "trial-a.0123", &encode_spans(&trial)).unwrap(), 5);
+    // unfinished until its manifest is written: not read
+    assert!(capture_span_paths(&dir).unwrap().is_empty());
+    assert_eq!(read_spans(&dir, &SpanFilter::default()).unwrap().total, 10);
+    fs::write(dir.join("trials/trial-a.0123/capture.json"), b"{}").unwrap();
     assert_eq!(capture_span_paths(&dir).unwrap(), vec![dir.join("trials/trial-a.0123/spans.parquet")]);
     let all = read_spans(&dir, &SpanFilter::default()).unwrap();
     assert_eq!((all.total, all.matched), (15, 15));

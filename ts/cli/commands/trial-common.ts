@@ -81,6 +81,8 @@ export function trajectoryText(m: CaptureManifest): string {
 export function statusText(m: CaptureManifest): string {
   const ex = m.trial.exception;
   if (ex) return `FAILED ${ex.type ?? 'exception'}${ex.message ? `: ${ex.message.split('\n')[0].slice(0, 80)}` : ''}`;
+  const failed = (m.trial.step_results ?? []).find((o) => o.exception !== null);
+  if (failed) return `FAILED in step ${failed.name}: ${failed.exception!.type ?? 'exception'}${failed.exception!.message ? `: ${failed.exception!.message.split('\n')[0].slice(0, 80)}` : ''}`;
   return m.trial.finished ? 'finished' : 'UNFINISHED (no result.json)';
 }
 

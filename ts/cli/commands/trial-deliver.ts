@@ -34,6 +34,10 @@ export class TrialDeliverCommand extends ProbeCommand {
           out.write(`${captureLine(r.manifest, this.run).replace(/^captured/, 'delivered')}\n`);
           continue;
         }
+        if (r.error !== undefined) {
+          out.write(`NOT DELIVERED ${r.dir}: ${r.error}\n`);
+          continue;
+        }
         out.write(`NOT DELIVERED ${r.dir}: ${r.delivered} files confirmed, ${r.unconfirmed.length} not:\n`);
         for (const u of r.unconfirmed) out.write(`  ${u.status.padEnd(7)} ${u.path}  (attempts ${u.attempts}${u.last_error ? `; ${u.last_error}` : ''})\n`);
         out.write(`  run \`probe trial deliver ${r.dir} --run ${this.run}\` again to retry\n`);

@@ -36,6 +36,7 @@ export class TrialListCommand extends ProbeCommand {
       out.write(`    files ${ledgerText(t.ledger)}; ${trajectoryText(t)}; ${t.spans.count} spans\n`);
     }
     if (trials.length === 0) out.write(this.step === undefined && this.steps === undefined ? 'no trials captured in this run\n' : 'no trials captured at those steps\n');
+    for (const b of reader.brokenTrials()) out.write(`unreadable capture ${b.dir}: ${b.error}\n`);
     const unfinished = reader.unfinishedTrials();
     if (unfinished.length) out.write(`${unfinished.length} capture(s) unfinished (being written, or interrupted: capture or deliver again): ${unfinished.join(', ')}\n`);
     return 0;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::batch::to_record_batch;
 use super::wire::decode_spans;
 use crate::atomic::publish;
-use crate::layout::{CAPTURE_SPANS_FILE, TRIALS_DIR};
+use crate::layout::{CAPTURE_MANIFEST_FILE, CAPTURE_SPANS_FILE, TRIALS_DIR};
 use crate::parquet_io::{arrow_writer, to_io};
 use crate::props::Codec;
 use crate::steps_files::TableSource;
@@ -48,7 +48,9 @@ pub fn write_capture_spans(run_dir: &Path, key: &str, wire: &[u8]) -> io::Result
     Ok(rows.len())
 }
 
-/// The span files of every capture in the run, by capture key.
+/// The span files of every finished capture in the run (one with its manifest), by capture
+/// key. An unfinished capture — being written, or interrupted — is not read: its spans may
+/// belong to files not yet delivered, and the trial readers skip it too.
 pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
     let entries = match fs::read_dir(run_dir.join(TRIALS_DIR)) {
         Ok(e) => e,
@@ -63,7 +65,7 @@ pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
             continue;
         }
         let path = entry.path().join(CAPTURE_SPANS_FILE);
-        if path.is_file() {
+        if path.is_file() && entry.path().join(CAPTURE_MANIFEST_FILE).is_file() {
             paths.push(path);
         }
     }
@@ -71,16 +73,12 @@ pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-/// The capture span files, opened, as sources beside the run's own span files. A file
-/// replaced between the listing and the open is skipped only if it is gone for good.
-pub(super) fn open_capture_sources(run_dir: &Path) -> io::Result<Vec<TableSource>> {
-    let mut sources = Vec::new();
-    for path in capture_span_paths(run_dir)? {
-        match File::open(&path) {
-            Ok(file) => sources.push(TableSource { path, file, compacted: true }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
+/// Opens one capture span file as a source beside the run's own span files: `None` when it
+/// was removed since the listing (a recapture or a delivery replacing it).
+pub(super) fn open_capture_source(path: PathBuf) -> io::Result<Option<TableSource>> {
+    match File::open(&path) {
+        Ok(file) => Ok(Some(TableSource { path, file, compacted: true })),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
-    Ok(sources)
 }

@@ -15,12 +15,12 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use super::batch::{conform_spans, span_schema};
-use super::capture_file::open_capture_sources;
+use super::capture_file::{capture_span_paths, open_capture_source};
 use crate::events::json_string;
 use crate::footer_cache::arrow_metadata;
 use crate::layout::{SPANS_DIR, SPANS_FILE};
 use crate::parquet_io::{column_indices, to_io};
-use crate::steps_files::{open_compacted_sources, TableSources};
+use crate::steps_files::{open_compacted_sources, TableSource, TableSources};
 
 /// Which spans to return. Empty / None fields do not filter.
 #[derive(Debug, Clone, Default)]
@@ -126,15 +126,14 @@ pub(super) struct Loaded {
 /// tree, an id or a label among 1,000,000 spans). The fourth value is the rows all sources
 /// hold, from their footers.
 pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>, captures: Captures) -> io::Result<Loaded> {
-    let mut sources = open_sources(run_dir)?.sources;
+    let sources = open_sources(run_dir)?.sources;
     let unique = sources.iter().all(|s| s.compacted);
-    if captures == Captures::Include {
-        sources.extend(open_capture_sources(run_dir)?);
-    }
+    // capture files are opened one at a time as they are read: a run may hold thousands
+    let captures = if captures == Captures::Include { capture_span_paths(run_dir)? } else { Vec::new() };
     let mut batches = Vec::new();
     let mut complete = true;
     let mut footer_rows = 0usize;
-    for s in &sources {
+    let mut read_source = |s: &TableSource| -> io::Result<()> {
         let meta = arrow_metadata(&s.path, &s.file)?;
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(s.file.try_clone()?, meta).with_batch_size(65_536);
         footer_rows += b.metadata().file_metadata().num_rows() as usize;
@@ -168,6 +167,15 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
         for batch in b.build().map_err(to_io)? {
             let batch = batch.map_err(to_io)?;
             batches.push(conform_spans(&batch).map_err(|e| io::Error::other(format!("{}: {e}", s.path.display())))?);
+        }
+        Ok(())
+    };
+    for s in &sources {
+        read_source(s)?;
+    }
+    for path in captures {
+        if let Some(s) = open_capture_source(path)? {
+            read_source(&s)?;
         }
     }
     Ok(Loaded { batches, unique, complete, footer_rows })
