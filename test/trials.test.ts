@@ -15,7 +15,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symli
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import { Recorder, RlprobeError, RunReader, captureTrial, compactRun, deliverStaged, expandCapture, registerTrajectoryParser, stageTrial, stagingStatus } from '../ts/index.js';
+import { Recorder, RunReader, captureTrial, compactRun, deliverStaged, expandCapture, registerTrajectoryParser, stageTrial, stagingStatus } from '../ts/index.js';
 import type { CaptureManifest, LedgerEntry, SpanRecord, StagedCapture, TrajectoryParser, TrialCapture } from '../ts/index.js';
 import { unregisterTrajectoryParser } from '../ts/trials/trajectory/plan.js';
 import { rejectsCode, throwsCode } from './helpers/errors.js';
@@ -1900,5 +1900,35 @@ describe('more edges', () => {
     assert.equal(m3.spans.count, m2.spans.count);
     const turns = ofKind(captureSpans(run, m3), 'turn').length;
     assert.equal(turns, m2.trajectories.reduce((n, t) => n + t.turns, 0));
+  });
+});
+
+describe('one writer per capture', () => {
+  it('a capture held by a live writer is refused; a lock left by a dead process is taken over', async () => {
+    const { root, run } = await setup('lock');
+    const trial = path.join(root, 'lock__L0ck000');
+    writeTree(trial, { 'result.json': { id: 'lock-1', trial_name: 'lock__L0ck000' }, 'agent/log.txt': 'x\n' });
+    const key = expectedKey('lock__L0ck000', 'id:lock-1');
+    const lock = path.join(run, 'trials', `.${key}.lock`);
+    mkdirSync(path.dirname(lock), { recursive: true });
+    const host = (await import('node:os')).hostname();
+    // held by a live process on this host (this one)
+    writeFileSync(lock, JSON.stringify({ pid: process.pid, host, since: '2026-01-01T00:00:00Z' }));
+    await rejectsCode(captureTrial(trial, { run, step: 1 }), 'RLPROBE_STATE', new RegExp(`capture ${key.replace(/\./g, '\\.')} is being written by pid ${process.pid}`));
+    assert.equal(existsSync(path.join(run, 'trials', key, 'files')), false, 'nothing written while locked');
+    // two captures of the same trial at once from one process: one wins, the other is refused
+    rmSync(lock);
+    const both = await Promise.allSettled([captureTrial(trial, { run, step: 1 }), captureTrial(trial, { run, step: 1 })]);
+    assert.deepEqual(both.map((b) => b.status).sort(), ['fulfilled', 'rejected']);
+    // a lock from a process that died on this host
+    writeFileSync(lock, JSON.stringify({ pid: 2 ** 22 + 12345, host, since: '2026-01-01T00:00:00Z' }));
+    const m = await captureTrial(trial, { run, step: 2 });
+    assert.equal(m.step, 2);
+    assert.equal(existsSync(lock), false, 'released');
+    // held on another host: respected
+    writeFileSync(lock, JSON.stringify({ pid: 1, host: 'elsewhere', since: '2026-01-01T00:00:00Z' }));
+    assert.throws(() => expandCapture(run, key), /being written by pid 1 on elsewhere/);
+    rmSync(lock);
+    assert.equal(RunReader.open(run).trials().length, 1);
   });
 });

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { RlprobeError } from '../errors.js';
 import { CaptureOptionsSchema, parseOptions } from './capture-options.js';
 import type { CaptureOptions } from './capture-options.js';
+import { withCaptureLock, withCaptureLockSync } from './capture-lock.js';
 import { collectTrial, copyCollected, pruneTo } from './collect.js';
 import { CAPTURE_FILE } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
@@ -30,25 +31,27 @@ export async function captureTrial(trialDir: string, options: CaptureOptions): P
   if (finished !== null) {
     throw new RlprobeError('RLPROBE_STATE', `${trialDir} has no result.json, but the run already holds the finished capture of this trial (${finished}): not captured again unfinished`);
   }
-  beginCapture(o.run, trial.key);
-  const filesRoot = captureFilesDir(o.run, trial.key);
-  mkdirSync(filesRoot, { recursive: true });
-  // clear what an earlier capture left that this one will not write (a file that became a
-  // directory, or the reverse, would block the copy), then copy, then drop failed copies
-  pruneTo(filesRoot, new Set(trial.files));
-  const entries = await copyCollected(trial, filesRoot);
-  pruneTo(filesRoot, new Set(entries.filter((e) => e.status === 'collected').map((e) => e.path)));
-  supersedeUnfinished(o.run, trial.key, trial.info, path.basename(trial.root));
-  return finishCapture(o.run, {
-    key: trial.key,
-    step: o.step,
-    sampleId: o.sampleId ?? null,
-    groupId: o.groupId ?? null,
-    context: o.context ?? {},
-    trialDir: path.resolve(trialDir),
-    stagedAt: null,
-    info: trial.info,
-    entries,
+  return withCaptureLock(o.run, trial.key, async () => {
+    beginCapture(o.run, trial.key);
+    const filesRoot = captureFilesDir(o.run, trial.key);
+    mkdirSync(filesRoot, { recursive: true });
+    // clear what an earlier capture left that this one will not write (a file that became a
+    // directory, or the reverse, would block the copy), then copy, then drop failed copies
+    pruneTo(filesRoot, new Set(trial.files));
+    const entries = await copyCollected(trial, filesRoot);
+    pruneTo(filesRoot, new Set(entries.filter((e) => e.status === 'collected').map((e) => e.path)));
+    supersedeUnfinished(o.run, trial.key, trial.info, path.basename(trial.root));
+    return finishCapture(o.run, {
+      key: trial.key,
+      step: o.step,
+      sampleId: o.sampleId ?? null,
+      groupId: o.groupId ?? null,
+      context: o.context ?? {},
+      trialDir: path.resolve(trialDir),
+      stagedAt: null,
+      info: trial.info,
+      entries,
+    });
   });
 }
 
@@ -88,19 +91,16 @@ export function expandCapture(runDir: string, key: string, file?: string): Captu
     const step = trialStepOf(safe.path);
     chosen = [...(chosen ?? []).filter((p) => trialStepOf(p) !== step), safe.path].sort();
   }
-  return finishCapture(
-    runDir,
-    {
-      key: m.capture_key,
-      step: m.step,
-      sampleId: m.sample_id,
-      groupId: m.group_id,
-      context: m.source.context,
-      trialDir: m.source.trial_dir,
-      stagedAt: m.source.staged_at,
-      info: m.trial,
-      entries: m.ledger.entries,
-    },
-    chosen,
-  );
+  const facts = {
+    key: m.capture_key,
+    step: m.step,
+    sampleId: m.sample_id,
+    groupId: m.group_id,
+    context: m.source.context,
+    trialDir: m.source.trial_dir,
+    stagedAt: m.source.staged_at,
+    info: m.trial,
+    entries: m.ledger.entries,
+  };
+  return withCaptureLockSync(runDir, key, () => finishCapture(runDir, facts, chosen));
 }

@@ -18,6 +18,7 @@ import { RlprobeError } from '../errors.js';
 import { parseOptions, StageOptionsSchema } from './capture-options.js';
 import type { StageOptions } from './capture-options.js';
 import { captureKeyOf, trialIdentity } from './capture-key.js';
+import { withCaptureLock } from './capture-lock.js';
 import { collectTrial, copyCollected, pruneTo } from './collect.js';
 import { countLedger } from './ledger.js';
 import type { CollectionStatus, LedgerEntry } from './ledger.js';
@@ -222,6 +223,13 @@ export async function deliverOne(dir: string, runDir: string): Promise<DeliveryR
     writeStaged(dir, s);
     return { ...result(dir, s, null), error: s.delivery.last_error };
   }
+  return withCaptureLock(runDir, s.capture_key, () => deliverFiles(dir, runDir, s));
+}
+
+/** The locked part of `deliverOne`: copy what is not confirmed, then publish. */
+async function deliverFiles(dir: string, runDir: string, s: StagedCapture): Promise<DeliveryResult> {
+  const now = () => new Date().toISOString();
+  const prior = priorManifest(runDir, s.capture_key); // read again under the lock
   const runFiles = captureFilesDir(runDir, s.capture_key);
   const entries = new Map(s.collection.entries.map((e) => [e.path, e]));
   const finished = finishedCaptureOf(runDir, s.trial);

@@ -91,7 +91,7 @@ export class GrewPastLimit extends Error {}
  * Reads the whole file, at most `limit` bytes; more is an error (it grew since it was
  * sized). The buffer is sized from `fstat`, so a file read once needs one allocation.
  */
-async function readCapped(fh: FileHandle, size: number, rel: string, limit: number): Promise<Buffer> {
+async function readCapped(fh: FileHandle, size: number, limit: number): Promise<Buffer> {
   let buf = Buffer.allocUnsafe(Math.min(size, limit) + 1);
   let total = 0;
   for (;;) {
@@ -124,7 +124,7 @@ export async function copyVerified(srcRoot: string, destRoot: string, rel: strin
   const { fh, stat } = await openInsideAsync(srcRoot, rel);
   let bytes: Buffer;
   try {
-    bytes = await readCapped(fh, stat.size, rel, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
+    bytes = await readCapped(fh, stat.size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
   } finally {
     await fh.close();
   }
