@@ -69,12 +69,7 @@ export class SpanEncoder {
     this.str(s.kind);
     this.str(s.name);
     this.str(s.key);
-    this.reserve(25);
-    this.view.setFloat64(this.at, s.step ?? NaN, true);
-    this.view.setFloat64(this.at + 8, s.startTime, true);
-    this.view.setFloat64(this.at + 16, endTime, true);
-    this.buf[this.at + 24] = status;
-    this.at += 25;
+    this.fixed(s.step ?? NaN, s.startTime, endTime, status);
     this.str(error);
     const c = s._coords;
     if (c === null) {
@@ -89,6 +84,16 @@ export class SpanEncoder {
     this.str(attributesJson);
   }
 
+  /** The fixed-width middle of a span: step, start, end (NaN: none / open), status. */
+  private fixed(step: number, start: number, end: number, status: number): void {
+    this.reserve(25);
+    this.view.setFloat64(this.at, step, true);
+    this.view.setFloat64(this.at + 8, start, true);
+    this.view.setFloat64(this.at + 16, end, true);
+    this.buf[this.at + 24] = status;
+    this.at += 25;
+  }
+
   /** Appends a span given as plain values (a captured trial's), not a recorder's handle. */
   addRow(r: SpanRowInput): void {
     const at = this.at;
@@ -99,12 +104,7 @@ export class SpanEncoder {
       this.str(r.kind);
       this.str(r.name);
       this.str(r.key);
-      this.reserve(25);
-      this.view.setFloat64(this.at, r.step ?? NaN, true);
-      this.view.setFloat64(this.at + 8, r.startTime, true);
-      this.view.setFloat64(this.at + 16, r.endTime ?? NaN, true);
-      this.buf[this.at + 24] = r.status;
-      this.at += 25;
+      this.fixed(r.step ?? NaN, r.startTime, r.endTime ?? NaN, r.status);
       this.str(r.error);
       this.str(r.sampleId);
       this.str(r.groupId);

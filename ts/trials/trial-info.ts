@@ -6,6 +6,7 @@
  */
 import { isPlainObject } from '../import/python-json.js';
 import type { TrialFileReader } from './file-reader.js';
+import { parseTimestamp } from './trajectory/times.js';
 
 export interface TrialException {
   type: string | null;
@@ -79,19 +80,16 @@ export function raisedBy(text: string | null): { type: string; message: string }
   return first === undefined ? null : { type: 'Exception', message: first };
 }
 
-/** Seconds between two ISO times, or null. */
-export function secondsBetween(a: string | null, b: string | null): number | null {
-  if (a === null || b === null) return null;
-  const s = (Date.parse(b) - Date.parse(a)) / 1000;
-  return Number.isFinite(s) ? s : null;
+/** Unix seconds of a result time, read as trajectory times are (a naive one as UTC), or null. */
+export function unixSeconds(t: string | null): number | null {
+  return t === null ? null : parseTimestamp(t).t;
 }
 
-/** Unix seconds of an ISO time (a naive one read as UTC), or null. */
-export function unixSeconds(t: string | null): number | null {
-  if (t === null) return null;
-  const naive = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(t);
-  const ms = Date.parse(naive ? `${t}Z` : t);
-  return Number.isFinite(ms) ? ms / 1000 : null;
+/** Seconds between two result times, or null. */
+export function secondsBetween(a: string | null, b: string | null): number | null {
+  const x = unixSeconds(a);
+  const y = unixSeconds(b);
+  return x === null || y === null ? null : y - x;
 }
 
 function rewardsOf(v: unknown): Record<string, number | null> | null {
