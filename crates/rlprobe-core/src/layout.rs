@@ -29,6 +29,8 @@ pub const SAMPLE_SHARD_ROWS: usize = 4096;
 pub const META_COMPACTION: &str = "rlprobe.compaction";
 /// ...and how many shards it wrote: a compaction counts only once all are present.
 pub const META_COMPACTION_SHARDS: &str = "rlprobe.compaction_shards";
+/// Held (flock) by a recorder's writer for its whole life: one writer per run directory.
+pub const WRITER_LOCK_FILE: &str = ".writer.lock";
 /// Held (flock) while compacting, so two compactions never interleave.
 pub const COMPACT_LOCK_FILE: &str = ".compact.lock";
 /// Footer key of a compacted table: the part files it absorbed (a JSON array of names).

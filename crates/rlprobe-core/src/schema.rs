@@ -159,6 +159,42 @@ impl Registry {
         Ok((id, kind))
     }
 
+    /// Registers the keys of one record together: all of them, or — past the column
+    /// budget, or on a key that cannot be a column — none, so a refused record leaves the
+    /// registry as it found it.
+    pub fn register_all(&mut self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>, String> {
+        let mut resolved = Vec::with_capacity(keys.len());
+        let mut new_names: Vec<&str> = Vec::new();
+        for key in keys {
+            let (name, kind) = resolve_step_key(key).map_err(|e| format!("`{key}`: {e}"))?;
+            resolved.push((name, kind));
+        }
+        for (name, _) in &resolved {
+            if !self.by_name.contains_key(name) && !new_names.contains(&name.as_str()) {
+                new_names.push(name);
+            }
+        }
+        if self.defs.len() + new_names.len() > MAX_COLUMNS {
+            return Err(format!(
+                "the record would add {} new columns to the {} the run has (limit {MAX_COLUMNS}); nothing of it was added",
+                new_names.len(),
+                self.defs.len()
+            ));
+        }
+        Ok(resolved
+            .into_iter()
+            .map(|(name, kind)| match self.by_name.get(&name) {
+                Some(&id) => (id, self.defs[id as usize].kind),
+                None => {
+                    let id = self.defs.len() as u32;
+                    self.defs.push(ColumnDef { name: name.clone(), kind });
+                    self.by_name.insert(name, id);
+                    (id, kind)
+                }
+            })
+            .collect())
+    }
+
     pub fn get(&self, id: u32) -> Option<&ColumnDef> {
         self.defs.get(id as usize)
     }
@@ -200,6 +236,20 @@ mod tests {
         }
         assert!(r.register("one_more").unwrap_err().contains("too many"));
         assert!(r.register("m7").is_ok(), "existing columns still resolve");
+    }
+
+    #[test]
+    fn a_record_past_the_budget_registers_nothing() {
+        let mut r = Registry::default();
+        r.register("loss").unwrap();
+        let huge: Vec<String> = (0..MAX_COLUMNS).map(|i| format!("k{i}")).collect();
+        let err = r.register_all(&huge).unwrap_err();
+        assert!(err.contains("4096 new columns") && err.contains("nothing of it was added"), "{err}");
+        assert_eq!(r.len(), 1, "the refused record used none of the budget");
+        let ok = r.register_all(&["loss".into(), "fresh".into(), "extra.fresh".into()]).unwrap();
+        assert_eq!(ok, vec![(0, ColumnKind::F64), (1, ColumnKind::F64), (1, ColumnKind::F64)]);
+        assert!(r.register_all(&["ok2".into(), "rank".into()]).unwrap_err().contains("`rank`"));
+        assert_eq!(r.len(), 2, "a bad key refuses the whole record");
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn records_flushes_and_compacts() {
     assert!(rec.flush(Duration::from_secs(10)));
     let c = rec.counters();
     assert_eq!((c.logged, c.written, c.dropped, c.bad, c.pending), (175, 175, 0, 0, 0));
-    assert!(list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().len() >= 4, "published by flush_steps");
+    assert!(!list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().is_empty(), "published by flush_steps");
 
     // readable while live
     let live = read_steps(&dir, None).unwrap();

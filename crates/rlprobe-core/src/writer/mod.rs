@@ -1,11 +1,18 @@
 //! The recorder's two halves: the producer the training thread calls (`Recorder`) and
 //! the writer thread that owns all IO.
 //!
-//! The producer only copies a record into the lock-free ring and bumps counters. The
-//! writer thread wakes on a short timer or when the producer has queued a flush's worth of
-//! records, drains the ring into a columnar batch, and publishes a part file every
-//! `flush_interval` or `flush_steps` rows. Events are appended as they arrive.
-//! Invariant once flushed: `written + dropped + bad == logged`.
+//! The producer only copies a record into the lock-free ring (or a call into a byte queue)
+//! and bumps counters. The writer thread wakes on a short timer, when the producer has
+//! queued a flush's worth of records, or when an event arrives. Each pass (`cycle`) drains
+//! every stream (stream.rs: steps, samples, spans) in bounded chunks, writing queued events
+//! between chunks so no event waits behind a backlog, and publishes one part per stream
+//! when any of them is due: `flush_steps` rows, a size bound, `flush_interval`, a flush or
+//! close. A backlog goes out as one larger part, so a writer that fell behind catches up.
+//! Invariant once flushed: `written + dropped + bad == logged`, per stream.
+
+mod health;
+mod lock;
+mod stream;
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -16,23 +23,23 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use crate::atomic::{publish, remove_stray_temps};
+use crate::atomic::{publish, remove_stray_temps, write_file_atomic};
 use crate::compact::{compact_steps, next_part_index, CompactReport};
 use crate::encoding::StepBatch;
 use crate::events::{event_line, EventLog};
-use crate::layout::{part_name, EVENTS_FILE, STEPS_PARTS_DIR};
-use crate::samples::batch::SampleBatch;
+use crate::layout::{part_name, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_PARTS_DIR};
+use crate::parquet_io::prewarm;
+use crate::ring::{self, PushError, RingMemory};
 use crate::samples::compact_samples;
 use crate::samples::files::{open_sample_sources, samples_dir};
-use crate::samples::wire::{decode_batch, BadSample};
-use crate::spans::batch::SpanBuilders;
-use crate::spans::compact::{compact_spans, next_span_part};
-use crate::spans::wire::{decode_views, BadSpan};
-use crate::layout::SPANS_DIR;
-use crate::parquet_io::{prewarm, write_table};
-use crate::props::Codec;
-use crate::ring::{self, PushError, RingMemory};
 use crate::schema::{ColumnKind, Registry};
+use crate::spans::compact::{compact_spans, next_span_part};
+
+pub use health::Lost;
+pub use lock::lock_run_for_writing;
+use health::Health;
+use lock::WriterLock;
+use stream::{Kind, Part, RowStream, SampleStream, SpanStream, StepStream};
 
 #[derive(Debug, Clone)]
 pub struct RecorderOptions {
@@ -98,8 +105,20 @@ const SPAN_WAKE_BYTES: usize = 1 << 20;
 /// Slots reserved per queued record: the 40-field record of the benchmark needs ~82.
 const SLOTS_PER_RECORD: usize = 96;
 
+/// The ring's least size: the JS fast path reserves 512 slots (ts/recorder/recorder.ts
+/// FAST_RECORD_SLOTS) before it encodes, plus the record header.
+const MIN_RING_SLOTS: usize = 1024;
+
+/// Rows a stream drains before the writer looks at events again: bounds how long an
+/// event waits behind a backlog (a chunk decodes in well under a millisecond).
+const DRAIN_CHUNK: usize = 2048;
+
+/// Rows one pass gathers at most before it publishes (when due) and looks at flush and
+/// close requests again; a backlog up to this size goes out as one part.
+const MAX_PASS_ROWS: usize = 65_536;
+
 /// Written by the training thread only, on a cache line of its own. (`logged` and
-/// `dropped` live in the ring's header, where the JS producer counts them.)
+/// `dropped` of steps live in the ring's header, where the JS producer counts them.)
 #[derive(Default)]
 #[repr(align(128))]
 struct ProducerCounters {
@@ -110,20 +129,28 @@ struct ProducerCounters {
     spans_dropped: AtomicU64,
 }
 
+/// What became of the rows of one stream once the writer had them.
+#[derive(Default)]
+struct Tally {
+    /// In published part files.
+    written: AtomicU64,
+    /// Malformed (a `bad_record` event each).
+    bad: AtomicU64,
+    /// Lost to a failed write, a caught panic, or the run directory's removal.
+    lost: AtomicU64,
+}
+
 /// Written by the writer thread only (events_written: under the event-log lock).
 #[derive(Default)]
 #[repr(align(128))]
 struct WriterCounters {
-    written: AtomicU64,
-    bad_decoded: AtomicU64,
-    lost_in_writer: AtomicU64,
+    /// Indexed by `Kind`.
+    tally: [Tally; 3],
     events_written: AtomicU64,
-    samples_written: AtomicU64,
-    samples_bad: AtomicU64,
-    samples_lost: AtomicU64,
-    spans_written: AtomicU64,
-    spans_bad: AtomicU64,
-    spans_lost: AtomicU64,
+    /// Event lines that could not be written (a full disk): counted as dropped events.
+    events_lost: AtomicU64,
+    /// Failed writes of part files and events, since the recorder opened.
+    write_failures: AtomicU64,
 }
 
 #[derive(Default)]
@@ -151,6 +178,7 @@ pub struct CountersSnapshot {
     /// Accepted but not yet in a published part file.
     pub pending: u64,
     pub events_written: u64,
+    /// Refused by a full event queue, or lost to a failed write.
     pub events_dropped: u64,
     /// Samples handed to the writer (after selection).
     pub samples_logged: u64,
@@ -171,6 +199,8 @@ pub struct CountersSnapshot {
     /// Malformed spans (a `bad_record` event each).
     pub spans_bad: u64,
     pub spans_pending: u64,
+    /// Failed writes (part files, event lines, the run directory's re-creation).
+    pub write_failures: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -193,6 +223,7 @@ struct Control {
 
 struct Shared {
     rank: i64,
+    run_dir: PathBuf,
     ring: Arc<RingMemory>,
     event_queue_capacity: usize,
     counters: Counters,
@@ -201,13 +232,13 @@ struct Shared {
     registry: RwLock<Registry>,
     control: Mutex<Control>,
     changed: Condvar,
-    reported_drops: AtomicU64,
-    reported_sample_drops: AtomicU64,
-    reported_span_drops: AtomicU64,
+    /// `recorder_drops` already written, per `Kind`.
+    reported_drops: [AtomicU64; 3],
     samples: Mutex<ByteQueue>,
     sample_queue_bytes: usize,
     spans: Mutex<ByteQueue>,
     span_queue_bytes: usize,
+    health: Mutex<Health>,
 }
 
 /// Encoded calls (`logSamples` calls, span batches) waiting for the writer, bounded by bytes.
@@ -244,20 +275,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    fn tally(&self, kind: Kind) -> &Tally {
+        &self.counters.writer.tally[kind.index()]
+    }
+
     fn snapshot(&self) -> CountersSnapshot {
         let c = &self.counters;
+        let [steps, samples, spans] = &c.writer.tally;
         let logged = self.ring.logged();
-        let written = c.writer.written.load(Acquire);
-        let dropped = self.ring.dropped() + c.writer.lost_in_writer.load(Acquire);
-        let bad = c.producer.bad_reported.load(Acquire) + c.writer.bad_decoded.load(Acquire);
+        let written = steps.written.load(Acquire);
+        let dropped = self.ring.dropped() + steps.lost.load(Acquire);
+        let bad = c.producer.bad_reported.load(Acquire) + steps.bad.load(Acquire);
         let samples_logged = c.producer.samples_logged.load(Acquire);
-        let samples_written = c.writer.samples_written.load(Acquire);
-        let samples_dropped = c.producer.samples_dropped.load(Acquire) + c.writer.samples_lost.load(Acquire);
-        let samples_bad = c.writer.samples_bad.load(Acquire);
+        let samples_written = samples.written.load(Acquire);
+        let samples_dropped = c.producer.samples_dropped.load(Acquire) + samples.lost.load(Acquire);
+        let samples_bad = samples.bad.load(Acquire);
         let spans_logged = c.producer.spans_logged.load(Acquire);
-        let spans_written = c.writer.spans_written.load(Acquire);
-        let spans_dropped = c.producer.spans_dropped.load(Acquire) + c.writer.spans_lost.load(Acquire);
-        let spans_bad = c.writer.spans_bad.load(Acquire);
+        let spans_written = spans.written.load(Acquire);
+        let spans_dropped = c.producer.spans_dropped.load(Acquire) + spans.lost.load(Acquire);
+        let spans_bad = spans.bad.load(Acquire);
         CountersSnapshot {
             logged,
             written,
@@ -265,7 +301,7 @@ impl Shared {
             bad,
             pending: logged.saturating_sub(written + dropped + bad),
             events_written: c.writer.events_written.load(Acquire),
-            events_dropped: c.events_dropped.load(Acquire),
+            events_dropped: c.events_dropped.load(Acquire) + c.writer.events_lost.load(Acquire),
             samples_logged,
             samples_written,
             samples_dropped,
@@ -276,28 +312,74 @@ impl Shared {
             spans_dropped,
             spans_bad,
             spans_pending: spans_logged.saturating_sub(spans_written + spans_dropped + spans_bad),
+            write_failures: c.writer.write_failures.load(Acquire),
         }
     }
 
-    /// Writes queued events, then `extra` if given, under the log lock (keeps order).
+    /// Writes queued events, then `extra` if given, under the log lock (keeps order). Lines
+    /// that cannot be written (a full disk) are counted as lost events and reported.
     fn write_events(&self, extra: Option<&str>) -> std::io::Result<()> {
         let mut log = lock(&self.event_log);
         let queued: Vec<String> = lock(&self.pending_events).drain(..).collect();
-        for line in queued.iter().map(String::as_str).chain(extra) {
-            log.append(line)?;
+        let total = queued.len() + usize::from(extra.is_some());
+        for (i, line) in queued.iter().map(String::as_str).chain(extra).enumerate() {
+            if let Err(e) = log.append(line) {
+                drop(log);
+                let lost = (total - i) as u64;
+                bump(&self.counters.writer.events_lost, lost);
+                self.write_failed(format!("{lost} events lost: appending to {EVENTS_FILE} failed: {e}"), Lost { events: lost, ..Lost::default() });
+                return Err(e);
+            }
             self.counters.writer.events_written.fetch_add(1, Relaxed);
         }
         Ok(())
     }
 
-    /// The oldest queued `logSamples` call (its bytes and sample count).
-    fn pop_sample_call(&self) -> Option<(Vec<u8>, u64)> {
-        lock(&self.samples).pop()
+    /// A write failed: counted, remembered as the last error, printed to stderr
+    /// (rate-limited), and written to events.jsonl once writing works again.
+    fn write_failed(&self, message: String, lost: Lost) {
+        bump(&self.counters.writer.write_failures, 1);
+        let line = lock(&self.health).failed(&self.run_dir.display().to_string(), &message, lost);
+        if let Some(line) = line {
+            eprintln!("{line}");
+        }
+        lock(&self.control).last_error = Some(message);
     }
 
+    /// After failed writes: once an event line goes through again, writes the outage
+    /// down (a `recorder_error`, and `recorder_drops` per stream that lost rows).
+    fn report_recovery(&self) {
+        let Some(outage) = lock(&self.health).take_outage() else { return };
+        let (message, data) = outage.describe();
+        let mut lines = vec![event_line("recorder_error", None, self.rank, &message, &data)];
+        for (kind, n) in [(Kind::Steps, outage.lost.steps), (Kind::Samples, outage.lost.samples), (Kind::Spans, outage.lost.spans)] {
+            if n > 0 {
+                let data = format!("{{\"count\":{n},\"reason\":\"write_failed\"{}}}", kind.record_field());
+                lines.push(event_line("recorder_drops", None, self.rank, &format!("{n} {} lost to failed writes", kind.noun()), &data));
+            }
+        }
+        let mut log = lock(&self.event_log);
+        for (i, line) in lines.iter().enumerate() {
+            if log.append(line).is_err() {
+                // still failing: keep it for the next try (a partial report is not repeated)
+                if i == 0 {
+                    drop(log);
+                    lock(&self.health).restore(outage);
+                }
+                return;
+            }
+            self.counters.writer.events_written.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// An error that is no write failure (a caught panic, a failed compaction): an event,
+    /// the last error, and stderr.
     fn record_error(&self, message: String) {
         let line = event_line("recorder_error", None, self.rank, &message, "{}");
         let _ = self.write_events(Some(&line));
+        if let Some(text) = lock(&self.health).line(format!("rlprobe: recording {}: {message}", self.run_dir.display())) {
+            eprintln!("{text}");
+        }
         lock(&self.control).last_error = Some(message);
     }
 }
@@ -311,26 +393,36 @@ pub struct Recorder {
     wake_every: u64,
     since_wake: Cell<u64>,
     run_dir: PathBuf,
+    /// Write failures when the last flush returned: a flush reports the ones since.
+    failures_at_last_flush: Cell<u64>,
 }
 
 impl Recorder {
     /// Opens (or resumes) a recording in `opts.run_dir` and starts the writer thread.
     pub fn open(opts: RecorderOptions) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(&opts.run_dir)?;
+        // first: a second writer must be refused before it touches anything
+        let writer_lock = lock_run_for_writing(&opts.run_dir)?;
         let parts_dir = opts.run_dir.join(STEPS_PARTS_DIR);
         std::fs::create_dir_all(&parts_dir)?;
         remove_stray_temps(&parts_dir, ".part-")?;
         remove_stray_temps(&samples_dir(&opts.run_dir), ".part-")?;
         remove_stray_temps(&opts.run_dir.join(SPANS_DIR), ".part-")?;
-        let next_part = next_part_index(&opts.run_dir)?;
-        let next_sample_part = open_sample_sources(&opts.run_dir)?.next_part;
-        let next_span_part = next_span_part(&opts.run_dir)?;
+        let next_parts = [
+            next_part_index(&opts.run_dir)?,
+            open_sample_sources(&opts.run_dir)?.next_part,
+            next_span_part(&opts.run_dir)?,
+        ];
         let event_log = EventLog::open(&opts.run_dir.join(EVENTS_FILE))?;
         let capacity = opts.queue_capacity.max(1);
-        let (producer, consumer) = ring::channel(capacity, capacity.saturating_mul(SLOTS_PER_RECORD));
+        // room for at least one record of the JS fast path's reservation, however small
+        // the queue (a queue of a few records must still take them)
+        let slots = capacity.saturating_mul(SLOTS_PER_RECORD).max(MIN_RING_SLOTS);
+        let (producer, consumer) = ring::channel(capacity, slots);
         producer.memory().set_now(crate::events::now_unix_seconds());
         let shared = Arc::new(Shared {
             rank: opts.rank,
+            run_dir: opts.run_dir.clone(),
             ring: producer.memory().clone(),
             event_queue_capacity: opts.event_queue_capacity.max(1),
             counters: Counters::default(),
@@ -339,28 +431,26 @@ impl Recorder {
             registry: RwLock::new(Registry::default()),
             control: Mutex::new(Control::default()),
             changed: Condvar::new(),
-            reported_drops: AtomicU64::new(0),
-            reported_sample_drops: AtomicU64::new(0),
-            reported_span_drops: AtomicU64::new(0),
+            reported_drops: Default::default(),
             samples: Mutex::new(ByteQueue::default()),
             sample_queue_bytes: opts.sample_queue_bytes.max(1),
             spans: Mutex::new(ByteQueue::default()),
             span_queue_bytes: opts.span_queue_bytes.max(1),
+            health: Mutex::new(Health::default()),
         });
-        let state = WriterThread {
-            batch: StepBatch::new(opts.rank),
-            registry: Registry::default(),
+        let steps = StepStream {
             consumer,
-            shared: shared.clone(),
-            next_part,
-            samples: SampleBatch::default(),
-            samples_in_flight: 0,
-            next_sample_part,
-            spans: SpanBuilders::default(),
-            spans_in_flight: 0,
-            next_span_part,
-            last_publish: Instant::now(),
+            registry: Registry::default(),
+            batch: StepBatch::new(opts.rank),
             record: Vec::with_capacity(256),
+            in_flight: 0,
+        };
+        let state = WriterThread {
+            streams: [Box::new(steps), Box::<SampleStream>::default(), Box::<SpanStream>::default()],
+            next_parts,
+            shared: shared.clone(),
+            last_publish: Instant::now(),
+            run_dir: RunDirWatch::new(&opts.run_dir, writer_lock),
             opts: opts.clone(),
         };
         let join = thread::Builder::new().name("rlprobe-writer".into()).spawn(move || state.run())?;
@@ -374,6 +464,7 @@ impl Recorder {
             wake_every,
             since_wake: Cell::new(0),
             run_dir: opts.run_dir,
+            failures_at_last_flush: Cell::new(0),
         })
     }
 
@@ -399,6 +490,12 @@ impl Recorder {
     /// Column id and kind for a record key (rare: once per new name).
     pub fn register(&self, key: &str) -> Result<(u32, ColumnKind), String> {
         self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register(key)
+    }
+
+    /// Registers every key of one accepted record at once, or none of them (a record past
+    /// the column budget must not use the budget up for the records after it).
+    pub fn register_all(&self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>, String> {
+        self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register_all(keys)
     }
 
     /// The hot path: enqueue one encoded step record. Never blocks; false when dropped.
@@ -487,7 +584,8 @@ impl Recorder {
     }
 
     /// Asks the writer to publish everything queued so far and fsync events; waits at most
-    /// `timeout`. True when done.
+    /// `timeout`. True when done and nothing failed to write since the previous flush (a
+    /// full disk, a removed run directory: see `counters().write_failures`, `last_error`).
     pub fn flush(&self, timeout: Duration) -> bool {
         let target = {
             let mut c = lock(&self.shared.control);
@@ -507,7 +605,9 @@ impl Recorder {
             }
             c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
         }
-        true
+        drop(c);
+        let failures = self.shared.counters.writer.write_failures.load(Acquire);
+        failures == self.failures_at_last_flush.replace(failures)
     }
 
     /// Flushes, optionally compacts, and stops the writer. Waits at most `timeout`;
@@ -556,26 +656,46 @@ impl Drop for Recorder {
     }
 }
 
+/// The run directory as the writer first saw it, and what it needs to put it back: a run
+/// directory removed (or moved away) mid-run is recreated with its manifest, its events
+/// file and the writer lock, so what is recorded afterwards stays openable — never a bare
+/// directory of part files nothing can read.
+struct RunDirWatch {
+    /// (device, inode) of the directory; None until first seen.
+    identity: Option<(u64, u64)>,
+    /// manifest.json's bytes, read once it exists (the facade writes it after `open`).
+    manifest: Option<Vec<u8>>,
+    lock: Option<WriterLock>,
+}
+
+fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(dir).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_dir().then_some((0, 0))
+    }
+}
+
+impl RunDirWatch {
+    fn new(run_dir: &Path, lock: WriterLock) -> Self {
+        RunDirWatch { identity: dir_identity(run_dir), manifest: None, lock: Some(lock) }
+    }
+}
+
 struct WriterThread {
     opts: RecorderOptions,
-    consumer: ring::Consumer,
     shared: Arc<Shared>,
-    /// Snapshot of the producer's registry, refreshed when an unknown id shows up.
-    registry: Registry,
-    batch: StepBatch,
-    record: Vec<f64>,
-    next_part: u64,
-    samples: SampleBatch,
-    /// Samples taken off the queue or out of the buffer and not yet counted as written,
-    /// bad or lost: a panic in between counts them as lost, keeping the invariant.
-    samples_in_flight: u64,
-    next_sample_part: u64,
-    /// Decoded spans, straight into column builders (no allocation per field).
-    spans: SpanBuilders,
-    /// As `samples_in_flight`, for spans.
-    spans_in_flight: u64,
-    next_span_part: u64,
+    /// Indexed by `Kind`: steps, samples, spans.
+    streams: [Box<dyn RowStream>; 3],
+    /// The next part file index per stream.
+    next_parts: [u64; 3],
     last_publish: Instant,
+    run_dir: RunDirWatch,
 }
 
 impl WriterThread {
@@ -587,20 +707,20 @@ impl WriterThread {
                 let c = lock(&self.shared.control);
                 (c.flush_requested, c.stop)
             };
-            let outcome = catch_unwind(AssertUnwindSafe(|| self.cycle(stop.is_some())));
-            if let Err(panic) = outcome {
-                let lost = self.batch.rows() as u64;
-                self.batch.reset();
-                bump(&self.shared.counters.writer.lost_in_writer, lost);
-                let lost_samples = self.samples.rows() as u64 + self.samples_in_flight;
-                self.samples.clear();
-                self.samples_in_flight = 0;
-                bump(&self.shared.counters.writer.samples_lost, lost_samples);
-                let lost_spans = self.spans.rows() as u64 + self.spans_in_flight;
-                self.spans = SpanBuilders::default();
-                self.spans_in_flight = 0;
-                bump(&self.shared.counters.writer.spans_lost, lost_spans);
-                self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
+            let more = match catch_unwind(AssertUnwindSafe(|| self.cycle(flush_target, stop.is_some()))) {
+                Ok(more) => more,
+                Err(panic) => {
+                    for s in &mut self.streams {
+                        let lost = s.discard();
+                        bump(&self.shared.tally(s.kind()).lost, lost);
+                    }
+                    self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
+                    false
+                }
+            };
+            if more {
+                // a backlog: keep draining before looking at flush and close again
+                continue;
             }
             let mut c = lock(&self.shared.control);
             if flush_target > c.flush_done {
@@ -620,292 +740,170 @@ impl WriterThread {
         }
     }
 
-    /// One pass: write events, drain the queue, publish a part when one is due.
-    fn cycle(&mut self, stopping: bool) {
-        if let Err(e) = self.shared.write_events(None) {
-            lock(&self.shared.control).last_error = Some(format!("events.jsonl: {e}"));
+    /// One pass: drain every stream in chunks (events written between chunks), publish
+    /// every stream's part when any is due. True when input is left over (a backlog).
+    fn cycle(&mut self, flush_target: u64, stopping: bool) -> bool {
+        self.watch_run_dir();
+        let _ = self.shared.write_events(None);
+        let mut gathered = 0;
+        let mut more = true;
+        while more && gathered < MAX_PASS_ROWS.max(self.opts.flush_steps) {
+            more = false;
+            for s in &mut self.streams {
+                let (moved, left) = s.drain(&self.shared, DRAIN_CHUNK);
+                gathered += moved;
+                more |= left;
+            }
+            // events go out as they come, interleaved with a backlog's chunks
+            let _ = self.shared.write_events(None);
         }
-        self.drain();
-        self.drain_samples();
-        self.drain_spans();
-        let buffered = self.batch.rows() > 0 || self.samples.rows() > 0 || self.spans.rows() > 0;
-        let due = self.batch.rows() >= self.opts.flush_steps
-            || (buffered && self.last_publish.elapsed() >= self.opts.flush_interval);
-        let forced = {
-            let c = lock(&self.shared.control);
-            c.flush_requested > c.flush_done
-        };
-        if due || forced || stopping {
-            // samples go out on the steps' cadence
-            self.publish_part();
-            self.publish_sample_part();
-            self.publish_span_part();
+        let forced = stopping || lock(&self.shared.control).flush_done < flush_target;
+        if forced || self.due() {
+            // steps last: a step on disk means the samples and spans logged before it are too
+            for kind in [Kind::Samples, Kind::Spans, Kind::Steps] {
+                self.publish(kind);
+            }
+            self.last_publish = Instant::now();
             self.report_drops();
         }
         let mut log = lock(&self.shared.event_log);
-        let synced = if forced || stopping { log.sync() } else { log.sync_if_due(self.opts.events_fsync_every) };
+        let synced = if forced { log.sync() } else { log.sync_if_due(self.opts.events_fsync_every) };
         drop(log);
         if let Err(e) = synced {
-            lock(&self.shared.control).last_error = Some(format!("events.jsonl fsync: {e}"));
+            self.shared.write_failed(format!("fsync of {EVENTS_FILE} failed: {e}"), Lost::default());
         }
+        self.shared.report_recovery();
+        more
     }
 
-    fn drain(&mut self) {
-        while self.consumer.pop_into(&mut self.record) {
-            if self.batch.append(&self.record, &self.registry).is_err() {
-                // maybe a column registered after our snapshot: refresh once and retry
-                self.registry = self.shared.registry.read().unwrap_or_else(|p| p.into_inner()).clone();
-                if let Err(reason) = self.batch.append(&self.record, &self.registry) {
-                    bump(&self.shared.counters.writer.bad_decoded, 1);
-                    let step = self.record.first().copied().unwrap_or(f64::NAN);
-                    let line = event_line(
-                        "bad_record",
-                        (step >= 0.0 && step.fract() == 0.0).then_some(step as i64),
-                        self.shared.rank,
-                        &format!("step record dropped by the writer: {reason}"),
-                        &format!("{{\"field\":\"record\",\"reason\":{}}}", crate::events::json_string(&reason)),
-                    );
-                    let _ = self.shared.write_events(Some(&line));
-                }
-            }
-            if self.batch.rows() >= self.opts.flush_steps.max(1) {
-                // a backlog is published in parts of `flush_steps` rows, never one huge part
-                self.publish_part();
-            }
-        }
+    /// A part is due when steps reach `flush_steps`, a stream's buffer its size bound, or
+    /// anything has waited `flush_interval`: whatever the trigger, every stream goes out.
+    fn due(&self) -> bool {
+        let [steps, ..] = &self.streams;
+        steps.buffered() >= self.opts.flush_steps.max(1)
+            || self.streams.iter().any(|s| s.buffered_bytes() >= self.opts.sample_part_bytes)
+            || (self.streams.iter().any(|s| s.buffered() > 0) && self.last_publish.elapsed() >= self.opts.flush_interval)
     }
 
-    /// Decodes queued `logSamples` calls into the sample buffer; malformed samples become
-    /// `bad_record` events. A buffer past `sample_part_bytes` is published at once.
-    fn drain_samples(&mut self) {
-        while let Some((encoded, count)) = self.shared.pop_sample_call() {
-            self.samples_in_flight = count;
-            match decode_batch(&encoded, self.shared.rank) {
-                Ok((rows, bad)) => {
-                    bump(&self.shared.counters.writer.samples_bad, bad.len() as u64);
-                    self.samples_in_flight = 0;
-                    for row in rows {
-                        self.samples.push(row);
-                    }
-                    for b in &bad {
-                        self.report_bad_sample(b);
-                    }
-                }
-                Err(reason) => {
-                    bump(&self.shared.counters.writer.samples_bad, count);
-                    self.samples_in_flight = 0;
-                    self.report_bad_batch(count, "samples", "", &reason);
-                }
-            }
-            if self.samples.bytes() >= self.opts.sample_part_bytes {
-                self.publish_sample_part();
-            }
-        }
-    }
-
-    /// A batch the writer could not decode at all (an encoder bug): one `bad_record` event
-    /// for its `count` records.
-    fn report_bad_batch(&self, count: u64, what: &str, extra_data: &str, reason: &str) {
-        let line = event_line(
-            "bad_record",
-            None,
-            self.shared.rank,
-            &format!("{count} {what} dropped by the writer: {reason}"),
-            &format!("{{\"field\":\"{what}\",\"reason\":{}{extra_data}}}", crate::events::json_string(reason)),
-        );
-        let _ = self.shared.write_events(Some(&line));
-    }
-
-    fn report_bad_sample(&self, b: &BadSample) {
-        use crate::events::json_string;
-        let line = event_line(
-            "bad_record",
-            b.step,
-            self.shared.rank,
-            &format!("sample {} dropped: `{}` {} (got {} {})", b.index, b.field, b.reason, b.value_type, b.value_preview),
-            &format!(
-                "{{\"record\":\"sample\",\"index\":{},\"field\":{},\"reason\":{},\"value_type\":{},\"value_preview\":{}}}",
-                b.index,
-                json_string(&b.field),
-                json_string(&b.reason),
-                json_string(&b.value_type),
-                json_string(&b.value_preview)
-            ),
-        );
-        let _ = self.shared.write_events(Some(&line));
-    }
-
-    fn publish_sample_part(&mut self) {
-        if self.samples.rows() == 0 {
+    /// Publishes one stream's buffered rows as its next part file, atomically.
+    fn publish(&mut self, kind: Kind) {
+        let stream = &mut self.streams[kind.index()];
+        let rows = stream.buffered() as u64;
+        if rows == 0 {
             return;
         }
-        let rows = self.samples.rows() as u64;
-        let name = part_name(self.next_sample_part);
-        let dir = samples_dir(&self.opts.run_dir);
-        self.samples_in_flight = rows;
-        let result = publish_batch_part(&dir, &name, self.samples.take());
-        self.samples_in_flight = 0;
-        match result {
-            Ok(()) => {
-                self.next_sample_part += 1;
-                bump(&self.shared.counters.writer.samples_written, rows);
+        let tally = self.shared.tally(kind);
+        let part = match stream.take_part() {
+            Ok(part) => part,
+            Err(reason) => {
+                let lost = stream.discard();
+                bump(&tally.lost, lost);
+                self.shared.record_error(format!("{lost} {} lost: building their part failed: {reason}", kind.noun()));
+                return;
             }
-            Err(e) => {
-                bump(&self.shared.counters.writer.samples_lost, rows);
-                self.shared.record_error(format!("{rows} samples lost: writing samples/{name} failed: {e}"));
-            }
-        }
-    }
-
-    /// Decodes queued span batches into the span buffer; malformed spans become
-    /// `bad_record` events.
-    fn drain_spans(&mut self) {
-        loop {
-            let Some((encoded, count)) = lock(&self.shared.spans).pop() else { break };
-            self.spans_in_flight = count;
-            // all of a batch or none of it: a torn buffer counts whole as bad
-            let mut views = Vec::with_capacity((count as usize).min(encoded.len() / 60));
-            match decode_views(&encoded, |v| views.push(v)) {
-                Ok(bad) => {
-                    bump(&self.shared.counters.writer.spans_bad, bad.len() as u64);
-                    // in flight: what is not yet in the builders (a panic counts both as lost)
-                    self.spans_in_flight = views.len() as u64;
-                    for v in &views {
-                        self.spans.append(v, self.shared.rank);
-                        self.spans_in_flight -= 1;
-                    }
-                    for b in &bad {
-                        self.report_bad_span(b);
-                    }
-                }
-                Err(reason) => {
-                    bump(&self.shared.counters.writer.spans_bad, count);
-                    self.spans_in_flight = 0;
-                    self.report_bad_batch(count, "spans", ",\"record\":\"span\"", &reason);
-                }
-            }
-            if self.spans.bytes() >= self.opts.sample_part_bytes {
-                self.publish_span_part();
-            }
-        }
-    }
-
-    fn report_bad_span(&self, b: &BadSpan) {
-        use crate::events::json_string;
-        let line = event_line(
-            "bad_record",
-            None,
-            self.shared.rank,
-            &format!("span {} dropped: `{}` {}", b.span_id, b.field, b.reason),
-            &format!(
-                "{{\"record\":\"span\",\"span_id\":{},\"field\":{},\"reason\":{}}}",
-                json_string(&b.span_id),
-                json_string(b.field),
-                json_string(&b.reason)
-            ),
-        );
-        let _ = self.shared.write_events(Some(&line));
-    }
-
-    fn publish_span_part(&mut self) {
-        if self.spans.rows() == 0 {
-            return;
-        }
-        let n = self.spans.rows() as u64;
-        let name = part_name(self.next_span_part);
-        let dir = self.opts.run_dir.join(SPANS_DIR);
-        let batch = self.spans.finish();
-        // from here the rows are out of the builders: a panic counts them as lost
-        self.spans_in_flight = n;
-        let result = publish_batch_part(&dir, &name, batch);
-        self.spans_in_flight = 0;
-        match result {
-            Ok(()) => {
-                self.next_span_part += 1;
-                bump(&self.shared.counters.writer.spans_written, n);
-            }
-            Err(e) => {
-                bump(&self.shared.counters.writer.spans_lost, n);
-                self.shared.record_error(format!("{n} spans lost: writing spans/{name} failed: {e}"));
-            }
-        }
-    }
-
-    fn publish_part(&mut self) {
-        self.last_publish = Instant::now();
-        if self.batch.rows() == 0 {
-            return;
-        }
-        let table = self.batch.take();
-        let rows = table.rows as u64;
-        let dir = self.opts.run_dir.join(STEPS_PARTS_DIR);
-        let name = part_name(self.next_part);
-        let write = || {
-            std::fs::create_dir_all(&dir)?;
-            publish(&dir, &name, |file| {
-                let file = write_table(file, &table, Codec::default(), Vec::new())?;
-                Ok(((), file))
-            })
         };
-        // A compaction removes an empty steps/ directory; if it does so between our
-        // create_dir_all and the temporary's creation, simply try again.
-        let mut result = write();
-        for _ in 0..3 {
-            match &result {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => result = write(),
-                _ => break,
-            }
-        }
+        let dir = self.opts.run_dir.join(kind.dir());
+        let name = part_name(self.next_parts[kind.index()]);
+        let result = write_part(&dir, &name, &part);
+        stream.settle();
         match result {
             Ok(()) => {
-                self.next_part += 1;
-                bump(&self.shared.counters.writer.written, rows);
-                if let Some(tap) = &self.opts.step_tap {
-                    (tap.0)(&table);
+                self.next_parts[kind.index()] += 1;
+                bump(&tally.written, rows);
+                if let (Part::Steps(table), Some(tap)) = (&part, &self.opts.step_tap) {
+                    (tap.0)(table);
                 }
             }
             Err(e) => {
-                bump(&self.shared.counters.writer.lost_in_writer, rows);
-                self.shared.record_error(format!("{rows} steps lost: writing {name} failed: {e}"));
+                bump(&tally.lost, rows);
+                let lost = match kind {
+                    Kind::Steps => Lost { steps: rows, ..Lost::default() },
+                    Kind::Samples => Lost { samples: rows, ..Lost::default() },
+                    Kind::Spans => Lost { spans: rows, ..Lost::default() },
+                };
+                self.shared.write_failed(format!("{rows} {} lost: writing {}/{name} failed: {e}", kind.noun(), kind.dir()), lost);
             }
         }
     }
 
-    /// Emits `recorder_drops` events for step and sample drops not yet reported.
-    fn report_drops(&self) {
-        self.report_new_drops(self.shared.ring.dropped(), &self.shared.reported_drops, |new, total| {
-            (
-                format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
-                String::new(),
-            )
-        });
-        let samples = self.shared.counters.producer.samples_dropped.load(Acquire);
-        self.report_new_drops(samples, &self.shared.reported_sample_drops, |new, total| {
-            (format!("{new} samples dropped: the sample queue was full ({total} in total)"), ",\"record\":\"sample\"".into())
-        });
-        let spans = self.shared.counters.producer.spans_dropped.load(Acquire);
-        self.report_new_drops(spans, &self.shared.reported_span_drops, |new, total| {
-            (format!("{new} spans dropped: the span queue was full ({total} in total)"), ",\"record\":\"span\"".into())
-        });
-    }
-
-    /// One `recorder_drops` event for the drops past `reported`; `describe` gives the
-    /// message and extra data fields for `(new, total)`.
-    fn report_new_drops(&self, total: u64, reported: &AtomicU64, describe: impl Fn(u64, u64) -> (String, String)) {
-        let seen = reported.load(Relaxed);
-        if total <= seen {
+    /// Notices the run directory gone (removed, or moved away) and puts back what makes it
+    /// a readable run, with a `recorder_error` that says what was lost with it.
+    fn watch_run_dir(&mut self) {
+        let run_dir = &self.opts.run_dir;
+        if self.run_dir.manifest.is_none() {
+            self.run_dir.manifest = std::fs::read(run_dir.join(MANIFEST_FILE)).ok().filter(|b| !b.is_empty());
+        }
+        let now = dir_identity(run_dir);
+        if now.is_some() && (now == self.run_dir.identity || self.run_dir.identity.is_none()) {
+            self.run_dir.identity = now;
             return;
         }
-        let new = total - seen;
-        let (message, extra) = describe(new, total);
-        let data = format!("{{\"count\":{new},\"total\":{total}{extra}}}");
-        let _ = self.shared.write_events(Some(&event_line("recorder_drops", None, self.shared.rank, &message, &data)));
-        reported.store(total, Relaxed);
+        // gone or replaced: what was published there is no longer ours to count as written
+        let mut gone = [0u64; 3];
+        for kind in Kind::ALL {
+            let tally = self.shared.tally(kind);
+            gone[kind.index()] = tally.written.swap(0, AcqRel);
+            bump(&tally.lost, gone[kind.index()]);
+        }
+        let restore = || -> std::io::Result<()> {
+            std::fs::create_dir_all(run_dir)?;
+            if let Some(manifest) = &self.run_dir.manifest {
+                write_file_atomic(&run_dir.join(MANIFEST_FILE), manifest)?;
+            }
+            *lock(&self.shared.event_log) = EventLog::open(&run_dir.join(EVENTS_FILE))?;
+            Ok(())
+        };
+        let what = if now.is_none() { "was removed (or moved away)" } else { "was replaced by another directory" };
+        let lost_rows = format!("{} steps, {} samples and {} spans published before are gone with it", gone[0], gone[1], gone[2]);
+        match restore() {
+            Ok(()) => {
+                // the old lock went with the old directory: take the new one's
+                self.run_dir.lock = None;
+                match lock_run_for_writing(run_dir) {
+                    Ok(l) => self.run_dir.lock = Some(l),
+                    Err(e) => self.shared.write_failed(format!("re-locking the recreated run directory failed: {e}"), Lost::default()),
+                }
+                self.run_dir.identity = dir_identity(run_dir);
+                // rows were lost: a flush spanning this must not report success
+                bump(&self.shared.counters.writer.write_failures, 1);
+                self.shared.record_error(format!(
+                    "the run directory {} {what} while recording: {lost_rows}; recreated it with {}manifest.json and events.jsonl so what is recorded from now on stays readable",
+                    run_dir.display(),
+                    if self.run_dir.manifest.is_some() { "" } else { "no " },
+                ));
+            }
+            Err(e) => {
+                let lost = Lost { steps: gone[0], samples: gone[1], spans: gone[2], events: 0 };
+                self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and recreating it failed: {e}", run_dir.display()), lost);
+            }
+        }
+    }
+
+    /// Emits `recorder_drops` events for queue-full drops not yet reported.
+    fn report_drops(&self) {
+        let c = &self.shared.counters.producer;
+        let totals = [self.shared.ring.dropped(), c.samples_dropped.load(Acquire), c.spans_dropped.load(Acquire)];
+        for kind in Kind::ALL {
+            let total = totals[kind.index()];
+            let reported = &self.shared.reported_drops[kind.index()];
+            let seen = reported.load(Relaxed);
+            if total <= seen {
+                continue;
+            }
+            let new = total - seen;
+            let message = match kind {
+                Kind::Steps => format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
+                _ => format!("{new} {} dropped: the {} queue was full ({total} in total)", kind.noun(), &kind.noun()[..kind.noun().len() - 1]),
+            };
+            let data = format!("{{\"count\":{new},\"total\":{total},\"reason\":\"queue_full\"{}}}", kind.record_field());
+            let _ = self.shared.write_events(Some(&event_line("recorder_drops", None, self.shared.rank, &message, &data)));
+            reported.store(total, Relaxed);
+        }
     }
 
     fn finish(&mut self, compact: bool) -> CloseReport {
         let compaction = if compact {
-            let both = || {
+            let all = || {
                 let steps = compact_steps(&self.opts.run_dir)?;
                 let samples = compact_samples(&self.opts.run_dir)?;
                 let spans = compact_spans(&self.opts.run_dir)?;
@@ -917,7 +915,7 @@ impl WriterThread {
                     ..steps
                 })
             };
-            match catch_unwind(AssertUnwindSafe(both)) {
+            match catch_unwind(AssertUnwindSafe(all)) {
                 Ok(Ok(r)) => Some(r),
                 Ok(Err(e)) => {
                     self.shared.record_error(format!("compaction failed (parts kept): {e}"));
@@ -932,11 +930,12 @@ impl WriterThread {
             None
         };
         // calls still queued (the last cycle failed before draining them) are lost
-        let stranded: u64 = lock(&self.shared.samples).batches.drain(..).map(|(_, n)| n).sum();
-        bump(&self.shared.counters.writer.samples_lost, stranded);
-        let stranded_spans: u64 = lock(&self.shared.spans).batches.drain(..).map(|(_, n)| n).sum();
-        bump(&self.shared.counters.writer.spans_lost, stranded_spans);
+        for s in &mut self.streams {
+            let stranded = s.strand(&self.shared);
+            bump(&self.shared.tally(s.kind()).lost, stranded);
+        }
         let _ = self.shared.write_events(None);
+        self.shared.report_recovery();
         let _ = lock(&self.shared.event_log).sync();
         CloseReport {
             counters: self.shared.snapshot(),
@@ -946,15 +945,26 @@ impl WriterThread {
     }
 }
 
-/// Publishes one Arrow batch as the part file `dir/name` (samples, spans), atomically.
-fn publish_batch_part(dir: &Path, name: &str, batch: Result<arrow::array::RecordBatch, String>) -> std::io::Result<()> {
-    let batch = batch.map_err(std::io::Error::other)?;
-    std::fs::create_dir_all(dir)?;
-    publish(dir, name, |file| {
-        let mut w = crate::parquet_io::arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
-        w.write(&batch).map_err(crate::parquet_io::to_io)?;
-        Ok(((), w.into_inner().map_err(crate::parquet_io::to_io)?))
-    })
+/// Publishes `part` as `dir/name`, atomically. Only the stream's own directory is created
+/// here, never the run directory: a run directory that vanished is `watch_run_dir`'s.
+fn write_part(dir: &Path, name: &str, part: &Part) -> std::io::Result<()> {
+    let write = || {
+        match std::fs::create_dir(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        publish(dir, name, |file| Ok(((), part.write(file)?)))
+    };
+    // A compaction removes an empty part directory; if it does so between our create_dir
+    // and the temporary's creation, simply try again.
+    let mut result = write();
+    for _ in 0..3 {
+        match &result {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.parent().is_some_and(Path::is_dir) => result = write(),
+            _ => break,
+        }
+    }
+    result
 }
 
 pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -1,0 +1,84 @@
+//! One writer per run directory. Two recorders writing one directory would number their
+//! part files from the same index and overwrite each other's rows, so a writer holds an
+//! advisory lock (flock) on `<run>/.writer.lock` for as long as it runs. The kernel drops
+//! the lock when its process dies, however it dies: a crashed writer's lock is taken over
+//! by the next recorder with no clean-up and no staleness guess.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::layout::WRITER_LOCK_FILE;
+
+/// Held for the writer's life; dropping it releases the directory.
+pub struct WriterLock {
+    _file: File,
+}
+
+/// Who holds a lock, as its holder wrote it into the lock file.
+fn holder_of(file: &mut File) -> String {
+    let mut text = String::new();
+    let _ = file.seek(SeekFrom::Start(0));
+    let _ = file.take(4096).read_to_string(&mut text);
+    let text = text.trim();
+    if text.is_empty() {
+        "another process (it has not said which)".into()
+    } else {
+        text.to_string()
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown host".into())
+}
+
+/// Takes `<run_dir>/.writer.lock` without waiting. Refused (`ResourceBusy`) while another
+/// recorder — in this process or any other on a host sharing the lock — writes `run_dir`;
+/// the message names the directory and the holder.
+pub fn lock_run_for_writing(run_dir: &Path) -> io::Result<WriterLock> {
+    let path: PathBuf = run_dir.join(WRITER_LOCK_FILE);
+    let mut file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = holder_of(&mut file);
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!(
+                    "{} is already being recorded by {holder}; two recorders on one directory would overwrite each other's part files. \
+                     Give each process its own directory (set RANK, or pass `rank`), or close the other recorder first (lock: {})",
+                    run_dir.display(),
+                    path.display()
+                ),
+            ));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    // who holds it, for the message a refused recorder shows (not needed for correctness)
+    let who = format!("pid {} on {} since {:.3}", std::process::id(), host_name(), crate::events::now_unix_seconds());
+    let _ = file.set_len(0).and_then(|_| file.seek(SeekFrom::Start(0))).and_then(|_| file.write_all(who.as_bytes()));
+    Ok(WriterLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_writer_is_refused_until_the_first_lets_go() {
+        let dir = crate::testutil::tempdir("writer-lock");
+        let first = lock_run_for_writing(&dir).unwrap();
+        let err = lock_run_for_writing(&dir).err().expect("second lock refused");
+        assert_eq!(err.kind(), io::ErrorKind::ResourceBusy);
+        let msg = err.to_string();
+        assert!(msg.contains(&dir.display().to_string()), "{msg}");
+        assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+        drop(first);
+        lock_run_for_writing(&dir).expect("free again once the holder is gone");
+    }
+}
