@@ -33,6 +33,8 @@ export declare class NativeRecorder {
   ringMaxRecords(): number
   /** The column id for a record key; unknown top-level keys map to `extra.<key>`. */
   register(key: string): NativeColumnId
+  /** Registers the new keys of one accepted record together, or none of them. */
+  registerAll(keys: Array<string>): Array<NativeColumnId>
   /**
    * Enqueues one encoded `logSamples` call (`count` samples; the bytes are copied).
    * False when the sample queue was full and the call was dropped (counted).
@@ -147,6 +149,8 @@ export interface NativeCounters {
   spansDropped: number
   spansBad: number
   spansPending: number
+  /** Failed writes (part files, event lines, a removed run directory) since open. */
+  writeFailures: number
 }
 
 export interface NativeDetectorInfo {
@@ -380,6 +384,12 @@ export declare function selectSamplesSync(rewards: Float64Array, sampling: Nativ
 export declare function spanCounts(runDir: string): Array<NativeSpanKindCount>
 
 /** The run's step columns (union over its files, from the footers alone), in table order. */
+/**
+ * The kind of the column a step-record key lands in ("f64", "i64", "list_f64"),
+ * registering nothing; an error for a key that cannot be a column.
+ */
+export declare function stepColumnKind(key: string): string
+
 export declare function stepColumns(runDir: string): Array<NativeFieldSpec>
 
 /**

@@ -25,7 +25,11 @@ pub(crate) fn err(code: &str, msg: impl std::fmt::Display) -> Error {
 }
 
 pub(crate) fn io_err(e: std::io::Error) -> Error {
-    err("RLPROBE_IO", e)
+    match e.kind() {
+        // another recorder holds the run directory (writer/lock.rs)
+        std::io::ErrorKind::ResourceBusy => err("RLPROBE_LOCKED", e),
+        _ => err("RLPROBE_IO", e),
+    }
 }
 
 #[napi(object)]

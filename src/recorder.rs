@@ -54,6 +54,8 @@ pub struct NativeCounters {
     pub spans_dropped: f64,
     pub spans_bad: f64,
     pub spans_pending: f64,
+    /// Failed writes (part files, event lines, a removed run directory) since open.
+    pub write_failures: f64,
 }
 
 impl From<CountersSnapshot> for NativeCounters {
@@ -76,6 +78,7 @@ impl From<CountersSnapshot> for NativeCounters {
             spans_dropped: c.spans_dropped as f64,
             spans_bad: c.spans_bad as f64,
             spans_pending: c.spans_pending as f64,
+            write_failures: c.write_failures as f64,
         }
     }
 }
@@ -244,6 +247,15 @@ impl NativeRecorder {
 
     /// Enqueues one encoded `logSamples` call (`count` samples; the bytes are copied).
     /// False when the sample queue was full and the call was dropped (counted).
+    /// Registers the new keys of one accepted record together, or none of them.
+    #[napi(catch_unwind)]
+    pub fn register_all(&self, keys: Vec<String>) -> Result<Vec<NativeColumnId>> {
+        with_slot(self.handle, |slot| {
+            let cols = slot.recorder.register_all(&keys).map_err(|m| err("RLPROBE_INVALID", m))?;
+            Ok(cols.into_iter().map(|(id, kind)| NativeColumnId { id, kind: kind.as_str().to_string() }).collect())
+        })
+    }
+
     #[napi(catch_unwind)]
     pub fn push_samples(&self, encoded: &[u8], count: u32) -> Result<bool> {
         with_slot(self.handle, |slot| Ok(slot.recorder.push_samples(encoded.to_vec(), count as u64)))
@@ -374,6 +386,13 @@ fn push_into_slot(handle: u32, len: u32) -> bool {
 /// Typed declaration of `pushStep` (so the loader and the .d.ts export it). At load time
 /// `register_raw_exports` replaces it with `push_step_raw`, same behaviour, a tenth of the
 /// call cost.
+/// The kind of the column a step-record key lands in ("f64", "i64", "list_f64"),
+/// registering nothing; an error for a key that cannot be a column.
+#[napi(catch_unwind)]
+pub fn step_column_kind(key: String) -> Result<String> {
+    rlprobe_core::schema::resolve_step_key(&key).map(|(_, kind)| kind.as_str().to_string()).map_err(|m| err("RLPROBE_INVALID", m))
+}
+
 #[napi(catch_unwind)]
 pub fn push_step(handle: u32, len: u32) -> Result<()> {
     push_into_slot(handle, len);

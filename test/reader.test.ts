@@ -82,11 +82,15 @@ describe('step layouts', () => {
     try {
       const reader = RunReader.open(dir);
       assert.equal(reader.layout(), 'empty');
-      for (let step = 0; step < 7; step++) rec.logStep({ step, loss: step * 2 });
+      // a flush every 3 steps: a backlog would go out as one part
+      for (let step = 0; step < 7; step++) {
+        rec.logStep({ step, loss: step * 2 });
+        if (step % 3 === 2) rec.flushSync();
+      }
       assert.equal(rec.flushSync(), true);
       assert.equal(reader.layout(), 'parts');
       const files = reader.stepFiles();
-      assert.ok(files.length >= 3, `7 steps at flushSteps 3 make at least 3 parts, got ${files.length}`);
+      assert.equal(files.length, 3, `7 steps flushed every 3 make 3 parts, got ${files.length}`);
       assert.ok(files.every((f) => !f.compacted && /steps[/\\]part-\d{5}\.parquet$/.test(f.path)));
       assert.ok(readdirSync(path.join(dir, 'steps')).every((n) => /^part-\d{5}\.parquet$/.test(n)), 'only published parts, no temporaries');
       assert.equal(files.reduce((n, f) => n + f.rows, 0), 7);
@@ -115,7 +119,10 @@ describe('step layouts', () => {
     const dir = path.join(root, 'run');
     const aside = path.join(root, 'aside');
     const rec = new Recorder(dir, { ...QUIET, flushSteps: 2 });
-    for (let step = 0; step < 5; step++) rec.logStep({ step, reward_mean: step / 4 });
+    for (let step = 0; step < 5; step++) {
+      rec.logStep({ step, reward_mean: step / 4 });
+      if (step % 2 === 1) rec.flushSync(); // a part per 2 steps (a backlog would be one part)
+    }
     rec.flushSync();
     cpSync(path.join(dir, 'steps'), aside, { recursive: true });
     const partNames = readdirSync(aside).sort();

@@ -251,6 +251,8 @@ test('every StepRecord field round-trips through parts and through the compacted
       const before = Date.now() / 1000;
       rec.logStep(plans[s].logged as never);
       windows.set(s, { from: before, to: Date.now() / 1000 });
+      // a part per FLUSH_STEPS steps: a backlog would go out as one larger part
+      if ((s + 1) % FLUSH_STEPS === 0) rec.flushSync(30_000);
     }
   };
 

@@ -340,7 +340,10 @@ async function runWithForeignPart(t: TestContext, prefix: string, extraColumns: 
   const dir = tempDir(prefix);
   const rec = new Recorder(dir, { ...QUIET, flushSteps: 3, captureEnvironment: false });
   t.after(() => rec.close());
-  for (let s = 0; s < 6; s++) rec.logStep({ step: s, loss: s / 10 });
+  for (let s = 0; s < 6; s++) {
+    rec.logStep({ step: s, loss: s / 10 });
+    if (s === 2) assert.ok(rec.flushSync(20_000)); // two parts of 3 (a backlog would be one)
+  }
   assert.ok(rec.flushSync(20_000));
   const foreign = path.join(dir, 'steps', 'part-00099.parquet');
   await withDuckDB(async (con) => {

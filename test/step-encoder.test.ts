@@ -6,13 +6,16 @@ import { StepEncoder } from '../ts/recorder/step-encoder.js';
 /** An encoder with an in-memory registrar (ids in registration order). */
 function encoder(): { enc: StepEncoder; names: string[] } {
   const names: string[] = [];
+  const kindOf = (key: string) => (key === 'kl_positional' ? 'list_f64' : key === 'nan_count' ? 'i64' : 'f64');
   const enc = new StepEncoder({
-    register: (key) => {
-      const name = ['kl_positional', 'loss', 'nan_count'].includes(key) || key.includes('.') ? key : `extra.${key}`;
-      let id = names.indexOf(name);
-      if (id < 0) id = names.push(name) - 1;
-      return { id, kind: key === 'kl_positional' ? 'list_f64' : key === 'nan_count' ? 'i64' : 'f64' };
-    },
+    kindOf,
+    registerAll: (keys) =>
+      keys.map((key) => {
+        const name = ['kl_positional', 'loss', 'nan_count'].includes(key) || key.includes('.') ? key : `extra.${key}`;
+        let id = names.indexOf(name);
+        if (id < 0) id = names.push(name) - 1;
+        return { id, kind: kindOf(key) };
+      }),
     bindScratch: () => {},
   });
   return { enc, names };

@@ -9,6 +9,8 @@ export type RlprobeErrorCode =
   | 'RLPROBE_IO'
   | 'RLPROBE_TIMEOUT'
   | 'RLPROBE_STATE'
+  /** Another recorder is writing the run directory (one writer per directory). */
+  | 'RLPROBE_LOCKED'
   | 'RLPROBE_NOT_A_RUN'
   | 'RLPROBE_BAD_MANIFEST'
   | 'RLPROBE_SCHEMA_TOO_NEW'

@@ -5,6 +5,7 @@
 export {
   NativeRecorder,
   pushStep,
+  stepColumnKind,
   compactSteps,
   compactSamples,
   compactSpans,

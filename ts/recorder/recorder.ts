@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { NativeRecorder, pushStep, writeFileAtomic } from '../native.js';
+import { NativeRecorder, pushStep, stepColumnKind, writeFileAtomic } from '../native.js';
 import { captureTrial } from '../trials/capture.js';
 import type { CaptureOptions } from '../trials/capture-options.js';
 import type { CaptureManifest } from '../trials/manifest.js';
@@ -66,6 +66,12 @@ export interface RecorderCounters {
   spansBad: number;
   /** `spansWritten + spansDropped + spansBad + spansPending == spansLogged`. */
   spansPending: number;
+  /**
+   * Failed writes (a part file, event lines, the run directory removed mid-run): each one
+   * also prints a rate-limited stderr line, and is written to events.jsonl as a
+   * `recorder_error` once writing works again. Its rows count as `dropped`.
+   */
+  writeFailures: number;
 }
 
 export interface CloseSummary {
@@ -96,7 +102,7 @@ const EXIT_CLOSE_MS = 15_000;
 const ZERO: RecorderCounters = {
   logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
   samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
-  spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0,
+  spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0, writeFailures: 0,
 };
 
 /** The ambient span and unit as a logged sample carries them. */
@@ -232,7 +238,9 @@ export class Recorder implements CrashHookTarget {
       return;
     }
     mkdirSync(this.runDir, { recursive: true });
-    const { resumed, runId } = this.writeManifest();
+    // an existing run is checked before the writer opens; a new one's manifest is written
+    // once the writer holds the directory's lock (a refused second writer writes nothing)
+    const existing = this.existingManifest();
     // one rank, one guardian: live diagnosis runs on rank 0 only
     const live = this.options.doctor.live && rank === 0;
     const nativeRecorder = native(
@@ -248,11 +256,20 @@ export class Recorder implements CrashHookTarget {
         }),
     );
     this.native = nativeRecorder;
+    let runId: string;
+    try {
+      runId = existing ? existing.runId : this.writeNewManifest();
+    } catch (error) {
+      nativeRecorder.close(false, 1000); // let go of the directory
+      throw error;
+    }
+    const resumed = existing !== null;
     this.handle = nativeRecorder.handle;
     this.ring = native(() => sharedRing(nativeRecorder));
     this.wakeEvery = native(() => nativeRecorder.wakeEvery());
     this.encoder = new StepEncoder({
-      register: (key) => nativeRecorder.register(key),
+      kindOf: (key) => stepColumnKind(key),
+      registerAll: (keys) => nativeRecorder.registerAll(keys),
       bindScratch: (slots) => nativeRecorder.bindScratch(slots),
     });
     this.sampleLogger = new SampleLogger(nativeRecorder, this.options.sampling, this.options.seed, (kind, step, message, data) =>
@@ -306,8 +323,8 @@ export class Recorder implements CrashHookTarget {
     return this.liveDoctor?.haltedBy ?? null;
   }
 
-  /** Writes manifest.json atomically; keeps an existing one (a resumed run). */
-  private writeManifest(): { resumed: boolean; runId: string } {
+  /** An existing run's manifest (resuming into it), checked; null for a new run. */
+  private existingManifest(): { runId: string } | null {
     const file = path.join(this.runDir, 'manifest.json');
     if (existsSync(file)) {
       // resuming: only into a recording of this format version, never mixing two
@@ -325,8 +342,14 @@ export class Recorder implements CrashHookTarget {
         );
       }
       // keyed span ids derive from the run id: a resumed run keeps its ids
-      return { resumed: true, runId: typeof runId === 'string' ? runId : this.runDir };
+      return { runId: typeof runId === 'string' ? runId : this.runDir };
     }
+    return null;
+  }
+
+  /** Writes a new run's manifest.json atomically; returns its run id. */
+  private writeNewManifest(): string {
+    const file = path.join(this.runDir, 'manifest.json');
     const o = this.options;
     const manifest: RunManifest = {
       schema_version: SCHEMA_VERSION,
@@ -341,7 +364,7 @@ export class Recorder implements CrashHookTarget {
       extra: o.rank === 0 ? { ...o.manifestExtra } : { ...o.manifestExtra, rank: o.rank },
     };
     native(() => writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`));
-    return { resumed: false, runId: manifest.run_id };
+    return manifest.run_id;
   }
 
   /**
@@ -587,7 +610,11 @@ export class Recorder implements CrashHookTarget {
     }
   }
 
-  /** Publishes everything logged so far and fsyncs events; true when done within the timeout. */
+  /**
+   * Publishes everything logged so far and fsyncs events. True when done within the
+   * timeout and nothing failed to write since the previous flush (a full disk, the run
+   * directory removed: `counters.writeFailures` and a `recorder_error` event say more).
+   */
   flushSync(timeoutMs = 5000): boolean {
     if (this.native === null || this.closed) return true;
     this.sampleLogger?.settle();

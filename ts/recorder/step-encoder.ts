@@ -3,8 +3,9 @@
  * (layout: crates/rlprobe-core/src/encoding.rs).
  *
  * Two paths:
- * - the checked path walks any record, registers new columns and, when a field is bad,
- *   says which and why (`bad`);
+ * - the checked path walks any record and, when a field is bad, says which and why
+ *   (`bad`); the new columns of a record it accepts are registered together at the end,
+ *   so a refused record registers nothing (it must not use up the column budget);
  * - the fast path: after a record encodes cleanly, its key layout is compiled into a
  *   function with one constant-name property load per field (monomorphic, ~1 ns each) and
  *   column ids baked in (see shape-compiler.ts). A later record with the same number of
@@ -20,8 +21,10 @@ import type { CompiledShape, ShapeField } from './shape-compiler.js';
 export type ColumnKind = 'f64' | 'i64' | 'list_f64';
 
 export interface ColumnRegistrar {
-  /** Column id and kind for a key (top-level, or `reward_component.x` / `extra.x`). */
-  register(key: string): { id: number; kind: string };
+  /** The kind of a key's column, registering nothing; throws for a key that cannot be one. */
+  kindOf(key: string): string;
+  /** Registers the keys of one accepted record, all or none; ids in the keys' order. */
+  registerAll(keys: string[]): Array<{ id: number; kind: string }>;
   /** Called when the slot buffer is replaced by a larger one. */
   bindScratch(slots: Float64Array): void;
 }
@@ -34,6 +37,12 @@ export interface BadField {
 }
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+/** A native error's message without its `[RLPROBE_…]` code prefix. */
+function nativeMessage(error: unknown): string {
+  return error instanceof Error ? error.message.replace(/^\[RLPROBE_[A-Z_]+\] /, '') : String(error);
+}
+
 const DICT_PREFIX = { reward_components: 'reward_component.', extra: 'extra.' } as const;
 
 export class StepEncoder {
@@ -48,6 +57,11 @@ export class StepEncoder {
   bad: BadField = { field: '', reason: '', value: undefined };
   /** The record's step when it was readable (for the bad_record event), else null. */
   badStep: number | null = null;
+  /** Keys the record being checked adds, in first-seen order; their slots hold `-1 - index`. */
+  private readonly pendingKeys: string[] = [];
+  private readonly pendingIndex = new Map<string, { index: number; kind: ColumnKind }>();
+  /** Slot positions holding a pending id. */
+  private readonly pendingSlots: number[] = [];
 
   constructor(registrar: ColumnRegistrar, initialSlots = 256) {
     this.registrar = registrar;
@@ -88,7 +102,11 @@ export class StepEncoder {
       this.badStep = null;
       return this.refuse('record', 'expected an object', record);
     }
-    const n = this.encodeCheckedObject(record as Record<string, unknown>);
+    this.pendingKeys.length = 0;
+    this.pendingIndex.clear();
+    this.pendingSlots.length = 0;
+    let n = this.encodeCheckedObject(record as Record<string, unknown>);
+    if (n >= 0 && this.pendingKeys.length > 0) n = this.registerPending(n);
     if (n >= 0) {
       let keys = 0;
       for (const _ in record) keys++;
@@ -175,6 +193,7 @@ export class StepEncoder {
     }
     if (!this.ensure(n + 2 + len)) return this.refuse(field, 'record too large', value);
     const slots = this.slots;
+    if (id < 0) this.pendingSlots.push(n);
     slots[n] = id;
     slots[n + 1] = len;
     for (let k = 0; k < len; k++) {
@@ -187,26 +206,46 @@ export class StepEncoder {
 
   private put(n: number, id: number, value: number, field: string): number {
     if (!this.ensure(n + 2)) return this.refuse(field, 'record too large', value);
+    if (id < 0) this.pendingSlots.push(n);
     this.slots[n] = id;
     this.slots[n + 1] = value;
     return n + 2;
   }
 
-  /** The column of `key`, registering it natively the first time; null when refused. */
+  /**
+   * The column of `key`; a key not registered yet gets a pending id (`-1 - index`) that
+   * `registerPending` replaces once the whole record is accepted. Null when refused.
+   */
   private column(key: string, fieldForErrors: string): { id: number; kind: ColumnKind } | null {
     const known = this.columns.get(key);
     if (known !== undefined) return known;
-    let reg: { id: number; kind: string };
+    const pending = this.pendingIndex.get(key);
+    if (pending !== undefined) return { id: -1 - pending.index, kind: pending.kind };
+    let kind: ColumnKind;
     try {
-      reg = this.registrar.register(key);
+      kind = this.registrar.kindOf(key) as ColumnKind;
     } catch (error) {
-      const message = error instanceof Error ? error.message.replace(/^\[RLPROBE_[A-Z_]+\] /, '') : String(error);
-      this.refuse(fieldForErrors, message, undefined);
+      this.refuse(fieldForErrors, nativeMessage(error), undefined);
       return null;
     }
-    const col = { id: reg.id, kind: reg.kind as ColumnKind };
-    this.columns.set(key, col);
-    return col;
+    const index = this.pendingKeys.push(key) - 1;
+    this.pendingIndex.set(key, { index, kind });
+    return { id: -1 - index, kind };
+  }
+
+  /** Registers the accepted record's new columns together and patches their slots. */
+  private registerPending(n: number): number {
+    let registered: Array<{ id: number; kind: string }>;
+    try {
+      registered = this.registrar.registerAll(this.pendingKeys);
+    } catch (error) {
+      return this.refuse('record', nativeMessage(error), undefined);
+    }
+    for (const pos of this.pendingSlots) this.slots[pos] = registered[-1 - this.slots[pos]].id;
+    for (const [i, key] of this.pendingKeys.entries()) {
+      this.columns.set(key, { id: registered[i].id, kind: registered[i].kind as ColumnKind });
+    }
+    return n;
   }
 
   /** Compiles the layout of a record the checked path just accepted. */

@@ -35,9 +35,12 @@ export class InfoCommand extends ProbeCommand {
     const byKind: Record<string, number> = {};
     let dropped = 0;
     let droppedSamples = 0;
+    // why rows were dropped: a full queue (older recorders give no reason), or failed writes
+    const dropReasons = new Set<string>();
     for (const e of events) {
       byKind[e.kind] = (byKind[e.kind] ?? 0) + 1;
       if (e.kind === RECORDER_EVENT_KINDS.drops && typeof e.data.count === 'number') {
+        dropReasons.add(e.data.reason === 'write_failed' ? 'failed writes' : 'queue full');
         if (e.data.record === 'sample') droppedSamples += e.data.count;
         else if (e.data.record !== 'span') dropped += e.data.count;
       }
@@ -112,7 +115,7 @@ export class InfoCommand extends ProbeCommand {
       ],
       ['status', status.summary],
       ['events', `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
-      ['drops', dropped || droppedSamples || droppedSpans ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : '', droppedSpans ? `${droppedSpans} span writes` : ''].filter(Boolean).join(', ') + ' dropped (queue full)' : 'none'],
+      ['drops', dropped || droppedSamples || droppedSpans ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : '', droppedSpans ? `${droppedSpans} span writes` : ''].filter(Boolean).join(', ') + ` dropped (${[...dropReasons].sort().join('; ')})` : 'none'],
       ['bad records', String(info.bad_records || 'none')],
     ];
     if (last) rows.push(['last event', `${isoSeconds(last.timestamp)}  ${last.kind}${last.step !== null ? ` @ step ${last.step}` : ''}  ${last.message}`]);

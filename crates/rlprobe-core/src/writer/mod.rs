@@ -403,9 +403,9 @@ impl Recorder {
         std::fs::create_dir_all(&opts.run_dir)?;
         // first: a second writer must be refused before it touches anything
         let writer_lock = lock_run_for_writing(&opts.run_dir)?;
-        let parts_dir = opts.run_dir.join(STEPS_PARTS_DIR);
-        std::fs::create_dir_all(&parts_dir)?;
-        remove_stray_temps(&parts_dir, ".part-")?;
+        // part directories are created by their first part (a run killed before its
+        // manifest is written holds no step directory)
+        remove_stray_temps(&opts.run_dir.join(STEPS_PARTS_DIR), ".part-")?;
         remove_stray_temps(&samples_dir(&opts.run_dir), ".part-")?;
         remove_stray_temps(&opts.run_dir.join(SPANS_DIR), ".part-")?;
         let next_parts = [
