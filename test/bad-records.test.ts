@@ -5,17 +5,22 @@
  *
  * The property test generates ≥10,000 malformed records (fast-check; the seed is printed on
  * failure). Cases that currently break the contract have their own tests further down.
+ *
+ * The same contract for `logEvent` (every call written, or refused with one bad_record event
+ * and counted in `eventsBad`) and for whole `logSamples` calls (a length over the limit is
+ * refused before any sample is read, counted in `sampleCallsBad`).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { TestContext } from 'node:test';
 
 import fc from 'fast-check';
 
 import { RunReader, STEP_FIELDS } from '../ts/index.js';
 import type { Recorder } from '../ts/index.js';
+import { MAX_EVENT_DATA_CHARS, MAX_EVENT_MESSAGE_CHARS, MAX_SAMPLES_PER_CALL } from '../ts/recorder/limits.js';
 import { openRun } from './helpers/run-dir.js';
 
 /** One multi-MB string, shared by every case that needs one. */
@@ -471,4 +476,232 @@ test('an integer count beyond ±2^53 is refused as bad, with data.field naming i
       assert.equal(e.data.field, field, `bad_record data: ${JSON.stringify(e.data)}, message: ${e.message}`);
     });
   }
+});
+
+// ---- logEvent: every call is written, or refused with one bad_record event and counted
+
+interface EventCallCase {
+  name: string;
+  call: (rec: Recorder) => void;
+  /** The refused field, or null when the event is written. */
+  field: string | null;
+}
+
+function throwingToString(): unknown {
+  return { toString(): string { throw new Error('no string for you'); } };
+}
+
+function cyclic(): Record<string, unknown> {
+  const o: Record<string, unknown> = { a: 1 };
+  o.self = o;
+  return o;
+}
+
+function revokedProxy(): object {
+  const r = Proxy.revocable({}, {});
+  r.revoke();
+  return r.proxy;
+}
+
+const EVENT_CASES: EventCallCase[] = [
+  { name: 'no options', call: (r) => r.logEvent('ok'), field: null },
+  { name: 'empty options', call: (r) => r.logEvent('ok', {}), field: null },
+  { name: 'step null', call: (r) => r.logEvent('ok', { step: null }), field: null },
+  { name: 'data with a bigint (written as a decimal string)', call: (r) => r.logEvent('ok', { data: { n: 12345678901234567890n } }), field: null },
+  { name: 'data an array (kept under value)', call: (r) => r.logEvent('ok', { data: [1, 2] as never }), field: null },
+  { name: 'data a string (kept under value)', call: (r) => r.logEvent('ok', { data: 'text' as never }), field: null },
+  { name: 'data a Date (kept under value)', call: (r) => r.logEvent('ok', { data: new Date(0) as never }), field: null },
+  { name: 'options null', call: (r) => r.logEvent('x', null as never), field: 'options' },
+  { name: 'options a number', call: (r) => r.logEvent('x', 5 as never), field: 'options' },
+  { name: 'options an array', call: (r) => r.logEvent('x', [] as never), field: 'options' },
+  { name: 'options a revoked Proxy', call: (r) => r.logEvent('x', revokedProxy() as never), field: 'options' },
+  { name: 'options with a throwing getter', call: (r) => r.logEvent('x', { get message(): string { throw new Error('getter exploded'); } }), field: 'options' },
+  { name: 'an unknown option', call: (r) => r.logEvent('x', { msg: 'typo' } as never), field: 'options.msg' },
+  { name: 'kind a number', call: (r) => r.logEvent(42 as never), field: 'kind' },
+  { name: 'kind empty', call: (r) => r.logEvent(''), field: 'kind' },
+  { name: 'kind a Symbol', call: (r) => r.logEvent(Symbol('k') as never), field: 'kind' },
+  { name: 'kind whose toString throws', call: (r) => r.logEvent(throwingToString() as never), field: 'kind' },
+  { name: 'kind of a megabyte', call: (r) => r.logEvent(HUGE), field: 'kind' },
+  { name: 'message whose toString throws', call: (r) => r.logEvent('x', { message: throwingToString() as never }), field: 'options.message' },
+  { name: 'message a number', call: (r) => r.logEvent('x', { message: 5 as never }), field: 'options.message' },
+  { name: 'message of a megabyte', call: (r) => r.logEvent('x', { message: HUGE }), field: 'options.message' },
+  { name: 'step -1', call: (r) => r.logEvent('x', { step: -1 }), field: 'options.step' },
+  { name: 'step 1.5', call: (r) => r.logEvent('x', { step: 1.5 }), field: 'options.step' },
+  { name: 'step NaN', call: (r) => r.logEvent('x', { step: NaN }), field: 'options.step' },
+  { name: 'step "3"', call: (r) => r.logEvent('x', { step: '3' as never }), field: 'options.step' },
+  { name: 'data with a cycle', call: (r) => r.logEvent('x', { data: cyclic() }), field: 'options.data' },
+  { name: 'data with a throwing getter', call: (r) => r.logEvent('x', { data: { get v(): number { throw new Error('getter exploded'); } } }), field: 'options.data' },
+  { name: 'data with a throwing toJSON', call: (r) => r.logEvent('x', { data: { v: { toJSON() { throw new Error('no json'); } } } }), field: 'options.data' },
+  { name: 'data with a throwing getter, inside a unit', call: (r) => r.unit({ step: 2 }, () => r.logEvent('x', { data: { get v(): number { throw 'thrown string'; } } })), field: 'options.data' },
+  { name: 'data whose own toJSON returns a string', call: (r) => r.logEvent('x', { data: { toJSON: () => 'not an object' } }), field: 'options.data' },
+  { name: 'data whose own toJSON returns undefined', call: (r) => r.logEvent('x', { data: { toJSON: () => undefined } }), field: 'options.data' },
+  { name: 'data a revoked Proxy', call: (r) => r.logEvent('x', { data: revokedProxy() as never }), field: 'options.data' },
+  { name: 'data of a megabyte string', call: (r) => r.logEvent('x', { data: { blob: HUGE } }), field: 'options.data' },
+  { name: 'data of 200,000 small keys', call: (r) => r.logEvent('x', { data: Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, i])) }), field: 'options.data' },
+];
+
+describe('logEvent with odd arguments: written, or refused with a bad_record event and counted', () => {
+  for (const c of EVENT_CASES) {
+    test(c.name, (t) => {
+      const { dir, rec } = openRun(t, 'bad-event');
+      assert.doesNotThrow(() => c.call(rec));
+      rec.logEvent('neighbour', { step: 1, message: 'a valid neighbour' });
+      const counters = rec.close().counters;
+      const lines = eventLines(dir);
+      const longest = Math.max(...lines.map((l) => Buffer.byteLength(l)));
+      assert.ok(longest <= MAX_EVENT_LINE, `an event line of ${longest} bytes`);
+      const events = RunReader.open(dir).events();
+      const user = events.filter((e) => e.kind !== 'bad_record' && e.kind !== 'recorder_close' && e.kind !== 'neighbour');
+      const bad = events.filter((e) => e.kind === 'bad_record');
+      assert.ok(events.some((e) => e.kind === 'neighbour'), 'the valid neighbour is written');
+      if (c.field === null) {
+        assert.equal(user.length, 1, `the event is written: ${JSON.stringify(events)}`);
+        assert.equal(bad.length, 0);
+        assert.equal(counters.eventsBad, 0);
+        return;
+      }
+      assert.equal(user.length, 0, `a refused event is not written: ${JSON.stringify(user)}`);
+      assert.equal(bad.length, 1, 'one bad_record event');
+      assert.equal(counters.eventsBad, 1, 'counted in eventsBad');
+      const e = bad[0];
+      assert.equal(e.data.record, 'event');
+      assert.equal(e.data.field, c.field);
+      assert.ok(e.message.includes(c.field), `the message names the field: ${e.message}`);
+      assert.equal(typeof e.data.reason, 'string');
+    });
+  }
+
+  test('what a written event holds: bigints as decimal strings, other values under value', (t) => {
+    const { dir, rec } = openRun(t, 'event-data');
+    rec.logEvent('big', { data: { n: 12345678901234567890n } });
+    rec.logEvent('list', { data: [1, 2] as never });
+    rec.logEvent('when', { step: 3, data: new Date(0) as never });
+    rec.close();
+    const events = RunReader.open(dir).events();
+    assert.deepEqual(events.find((e) => e.kind === 'big')!.data, { n: '12345678901234567890' });
+    assert.deepEqual(events.find((e) => e.kind === 'list')!.data, { value: [1, 2] });
+    const when = events.find((e) => e.kind === 'when')!;
+    assert.deepEqual(when.data, { value: '1970-01-01T00:00:00.000Z' });
+    assert.equal(when.step, 3);
+  });
+
+  test('the limits: data and message at the limit are written, one character over is refused', (t) => {
+    const { dir, rec } = openRun(t, 'event-limits');
+    // {"s":"…"} is 8 characters around the string
+    rec.logEvent('data-at-limit', { data: { s: 'd'.repeat(MAX_EVENT_DATA_CHARS - 8) } });
+    rec.logEvent('data-over-limit', { data: { s: 'd'.repeat(MAX_EVENT_DATA_CHARS - 7) } });
+    rec.logEvent('message-at-limit', { message: 'm'.repeat(MAX_EVENT_MESSAGE_CHARS) });
+    rec.logEvent('message-over-limit', { message: 'm'.repeat(MAX_EVENT_MESSAGE_CHARS + 1) });
+    const c = rec.close().counters;
+    const events = RunReader.open(dir).events();
+    const kinds = events.map((e) => e.kind);
+    assert.ok(kinds.includes('data-at-limit') && kinds.includes('message-at-limit'), kinds.join());
+    assert.ok(!kinds.includes('data-over-limit') && !kinds.includes('message-over-limit'), kinds.join());
+    assert.equal(c.eventsBad, 2);
+    const bad = events.filter((e) => e.kind === 'bad_record');
+    assert.deepEqual(bad.map((e) => [e.data.kind, e.data.field]), [['data-over-limit', 'options.data'], ['message-over-limit', 'options.message']]);
+    assert.match(bad[0].data.reason as string, new RegExp(`limit of ${MAX_EVENT_DATA_CHARS}`));
+    assert.match(bad[1].data.reason as string, new RegExp(`limit of ${MAX_EVENT_MESSAGE_CHARS}`));
+  });
+
+  test('a refused event keeps its step when the step itself is fine', (t) => {
+    const { dir, rec } = openRun(t, 'event-step');
+    rec.logEvent('x', { step: 7, data: cyclic() });
+    rec.unit({ step: 9 }, () => rec.logEvent('y', { message: 5 as never }));
+    rec.close();
+    const bad = RunReader.open(dir).events().filter((e) => e.kind === 'bad_record');
+    assert.deepEqual(bad.map((e) => e.step), [7, 9]);
+  });
+
+  test('2,000 random odd calls: each one written or refused, none lost', (t) => {
+    const { dir, rec } = openRun(t, 'event-fuzz');
+    const kinds = fc.oneof(
+      fc.constantFrom<unknown>('checkpoint', 'a', 'ünï'),
+      fc.constantFrom<unknown>('', 42, null, undefined, Symbol('s'), {}, [], true),
+      fc.constant('huge-kind').map(() => HUGE),
+    );
+    const values = fc.constantFrom<() => unknown>(
+      () => undefined, () => null, () => 1, () => -1, () => 1.5, () => NaN, () => 'text', () => HUGE, () => 10n,
+      () => Symbol('v'), () => () => 1, () => cyclic(), () => revokedProxy(), () => throwingToString(), () => new Date(0),
+      () => [1, 'a', null], () => ({ nested: { deep: [1, 2, { x: 3n }] } }), () => ({ get boom(): number { throw new Error('g'); } }),
+    );
+    const optionsArb = fc.oneof(
+      fc.constant<() => unknown>(() => undefined),
+      values,
+      fc.record({ step: values, message: values, data: values }, { requiredKeys: [] }).map((o) => () => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v()]))),
+    );
+    let calls = 0;
+    fc.assert(
+      fc.property(kinds, optionsArb, fc.boolean(), (kind, options, inUnit) => {
+        const call = () => rec.logEvent(kind as never, options() as never);
+        assert.doesNotThrow(() => (inUnit ? rec.unit({ step: 1 }, call) : call()));
+        calls++;
+      }),
+      { numRuns: 2000 },
+    );
+    const c = rec.close().counters;
+    const events = RunReader.open(dir).eventsWithDiagnostics();
+    assert.equal(events.skippedLines, 0);
+    const refused = events.events.filter((e) => e.kind === 'bad_record' && e.data.record === 'event').length;
+    const written = events.events.filter((e) => e.kind !== 'bad_record' && e.kind !== 'recorder_close').length;
+    assert.equal(c.eventsDropped, 0);
+    assert.equal(written + refused, calls, `written ${written} + refused ${refused} == calls ${calls}`);
+    assert.equal(c.eventsBad, refused);
+  });
+});
+
+// ---- logSamples: the work of one call is bounded by its length
+
+describe('logSamples with a huge array-like: refused at once, naming the length and the limit', () => {
+  const huge = 2e8;
+  const cases: Array<[string, () => unknown, object]> = [
+    ['a plain object with length 2e8', () => ({ length: huge }), { step: 1 }],
+    ['a plain object with length 2e8, select: false', () => ({ length: huge }), { step: 1, select: false }],
+    ['a Proxy of length 2e8', () => new Proxy([], { get: (target, key) => (key === 'length' ? huge : { reward_total: 1 }) }), { step: 1 }],
+  ];
+  for (const [name, make, options] of cases) {
+    test(name, (t) => {
+      const { dir, rec } = openRun(t, 'huge-samples');
+      const started = performance.now();
+      assert.doesNotThrow(() => rec.logSamples(make() as never, options));
+      const ms = performance.now() - started;
+      assert.ok(ms < 1000, `the call took ${ms.toFixed(0)} ms`);
+      const c = rec.close().counters;
+      assert.equal(c.sampleCallsBad, 1, 'counted');
+      assert.equal(c.samplesLogged, 0);
+      const bad = RunReader.open(dir).events().filter((e) => e.kind === 'bad_record');
+      assert.equal(bad.length, 1);
+      assert.equal(bad[0].data.record, 'samples');
+      assert.equal(bad[0].data.field, 'samples.length');
+      assert.equal(bad[0].data.length, huge);
+      assert.equal(bad[0].data.limit, MAX_SAMPLES_PER_CALL);
+      assert.match(bad[0].message, /200000000 samples/);
+      assert.match(bad[0].message, new RegExp(`limit of ${MAX_SAMPLES_PER_CALL}`));
+      assert.equal(bad[0].step, 1);
+    });
+  }
+
+  test('lengths that are not a count are refused too', (t) => {
+    const { dir, rec } = openRun(t, 'bad-length');
+    for (const length of [-1, 1.5, NaN, Infinity, '5', 2 ** 60]) rec.logSamples({ length } as never, { step: 2 });
+    const c = rec.close().counters;
+    assert.equal(c.sampleCallsBad, 6);
+    const bad = RunReader.open(dir).events().filter((e) => e.kind === 'bad_record');
+    assert.deepEqual(bad.map((e) => e.data.field), Array(6).fill('samples.length'));
+  });
+
+  test('at the limit the call goes through; one more is refused', (t) => {
+    const { dir, rec } = openRun(t, 'limit-samples');
+    const atLimit = Array.from({ length: MAX_SAMPLES_PER_CALL }, (_, i) => ({ reward_total: i, completion_text: `s${i}` }));
+    rec.logSamples(atLimit, { step: 0 });
+    rec.logSamples({ length: MAX_SAMPLES_PER_CALL + 1 } as never, { step: 1 });
+    assert.equal(rec.flushSync(30_000), true);
+    const c = rec.close().counters;
+    assert.equal(c.samplesLogged, 8, 'the default selection kept 8 of the batch at the limit');
+    assert.equal(c.samplesWritten, 8);
+    assert.equal(c.sampleCallsBad, 1);
+    const bad = RunReader.open(dir).events().filter((e) => e.kind === 'bad_record');
+    assert.equal(bad.length, 1);
+    assert.equal(bad[0].step, 1);
+  });
 });

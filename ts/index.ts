@@ -56,7 +56,7 @@ export { spanForest } from './reader/span-reader.js';
 export type { SpanKindCount, SpanRecord, SpanTreeNode } from './schema/span-record.js';
 export type { Migration } from './reader/migrations.js';
 export { MIGRATIONS } from './reader/migrations.js';
-export type { OpenOptions, SampleFileInfo } from './reader/run-reader.js';
+export type { EventQuery, OpenOptions, SampleFileInfo } from './reader/run-reader.js';
 export type { CompactResult, CompactProgress, RunCompaction } from './compact.js';
 export { captureTrial, expandCapture } from './trials/capture.js';
 export { stageTrial, deliverStaged, stagingStatus } from './trials/staging.js';

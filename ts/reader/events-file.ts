@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 
 import { RunEventSchema } from '../schema/event.js';
 import type { RunEvent } from '../schema/event.js';
@@ -9,35 +9,139 @@ export interface EventsRead {
   skippedLines: number;
 }
 
+/** Skipped lines, counted as a stream is read. */
+export interface EventsDiagnostics {
+  skippedLines: number;
+}
+
+export interface EventsFileOptions {
+  migrate?: (raw: Record<string, unknown>) => Record<string, unknown>;
+  /** Bytes read at a time (tests use tiny ones to cross every boundary). */
+  chunkBytes?: number;
+  /** Skipped lines are added here as the stream goes. */
+  diagnostics?: EventsDiagnostics;
+}
+
+/** Bytes read at a time: the memory a read holds beyond the events it keeps. */
+export const EVENTS_CHUNK_BYTES = 1 << 20;
 /**
- * Reads events.jsonl. A line that does not parse as an event — typically the torn last
- * line of a crashed writer — is skipped and counted, never fatal.
+ * Longest line read as an event. The recorder writes lines of a few KiB (limits.ts); a
+ * longer line is garbage or a foreign writer's and is skipped (counted) without being
+ * decoded, so a damaged file cannot make the reader hold a huge string.
  */
-export function readEventsFile(file: string, migrate?: (raw: Record<string, unknown>) => Record<string, unknown>): EventsRead {
-  let text: string;
+export const MAX_EVENT_LINE_BYTES = 16 << 20;
+
+const NEWLINE = 0x0a;
+
+/**
+ * The lines of a file, read `chunkBytes` at a time: never the whole file in memory, so a
+ * file larger than V8's longest string reads like a small one. Splitting on the byte 0x0A
+ * is safe in UTF-8 (it never occurs inside a multi-byte character). A line over
+ * `MAX_EVENT_LINE_BYTES` is yielded as null (its bytes are dropped as they are read).
+ * Yields nothing for a file that does not exist.
+ */
+export function* fileLines(file: string, chunkBytes = EVENTS_CHUNK_BYTES): Generator<string | null> {
+  let fd: number;
   try {
-    text = readFileSync(file, 'utf8');
+    fd = openSync(file, 'r');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { events: [], skippedLines: 0 };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw error;
   }
-  const events: RunEvent[] = [];
-  let skippedLines = 0;
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      skippedLines++;
+  try {
+    const chunk = Buffer.allocUnsafe(Math.max(1, chunkBytes));
+    // the start of a line that continues into the next chunk
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let overlong = false;
+    for (;;) {
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      const bytes = n === chunk.length ? chunk : chunk.subarray(0, n);
+      let start = 0;
+      for (;;) {
+        const nl = bytes.indexOf(NEWLINE, start);
+        const end = nl < 0 ? n : nl;
+        if (!overlong && pendingBytes + (end - start) > MAX_EVENT_LINE_BYTES) {
+          overlong = true;
+          pending = [];
+          pendingBytes = 0;
+        }
+        if (nl < 0) {
+          // copied: the chunk buffer is reused by the next read
+          if (!overlong) {
+            pending.push(Buffer.from(bytes.subarray(start, end)));
+            pendingBytes += end - start;
+          }
+          break;
+        }
+        if (overlong) yield null;
+        else if (pending.length === 0) yield bytes.toString('utf8', start, end);
+        else yield Buffer.concat([...pending, bytes.subarray(start, end)], pendingBytes + end - start).toString('utf8');
+        pending = [];
+        pendingBytes = 0;
+        overlong = false;
+        start = nl + 1;
+      }
+    }
+    // the last line has no newline: a torn write, or a file written by hand
+    if (overlong) yield null;
+    else if (pendingBytes > 0) yield Buffer.concat(pending, pendingBytes).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Streams the events of an events.jsonl. A line that does not parse as an event —
+ * typically the torn last line of a crashed writer — is skipped and counted in
+ * `options.diagnostics`, never fatal.
+ */
+export function* streamEventsFile(file: string, options: EventsFileOptions = {}): Generator<RunEvent> {
+  const { migrate, diagnostics } = options;
+  for (const line of fileLines(file, options.chunkBytes)) {
+    if (line !== null && line.trim() === '') continue;
+    const event = line === null ? null : parseEventLine(line, migrate);
+    if (event === null) {
+      if (diagnostics) diagnostics.skippedLines++;
       continue;
     }
-    if (migrate && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
-      parsed = migrate(parsed as Record<string, unknown>);
-    }
-    const ok = RunEventSchema.safeParse(parsed);
-    if (ok.success) events.push(ok.data);
-    else skippedLines++;
+    yield event;
   }
-  return { events, skippedLines };
+}
+
+function parseEventLine(line: string, migrate: EventsFileOptions['migrate']): RunEvent | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (migrate && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
+    parsed = migrate(parsed as Record<string, unknown>);
+  }
+  const ok = RunEventSchema.safeParse(parsed);
+  return ok.success ? ok.data : null;
+}
+
+/**
+ * Reads events.jsonl, keeping the events `keep` accepts (all by default), and of those only
+ * the `last` ones when given: memory grows with the events kept, never with the file.
+ */
+export function readEventsFile(
+  file: string,
+  migrate?: (raw: Record<string, unknown>) => Record<string, unknown>,
+  keep?: (event: RunEvent) => boolean,
+  last?: number,
+): EventsRead {
+  const diagnostics: EventsDiagnostics = { skippedLines: 0 };
+  let events: RunEvent[] = [];
+  for (const e of streamEventsFile(file, { migrate, diagnostics })) {
+    if (keep && !keep(e)) continue;
+    events.push(e);
+    // trimmed in batches: amortised O(1) an event, at most 2 × last held
+    if (last !== undefined && events.length >= 2 * last + 1024) events = events.slice(-last);
+  }
+  if (last !== undefined) events = events.slice(Math.max(0, events.length - last));
+  return { events, skippedLines: diagnostics.skippedLines };
 }

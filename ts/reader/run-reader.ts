@@ -9,7 +9,8 @@ import { RunManifestSchema } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { StoredStepRecord } from '../schema/step-record.js';
-import { readEventsFile } from './events-file.js';
+import { readEventsFile, streamEventsFile } from './events-file.js';
+import type { EventsDiagnostics, EventsRead } from './events-file.js';
 import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
 import { RunView } from './run-view.js';
@@ -29,6 +30,27 @@ export type StepLayout = 'compacted' | 'parts' | 'mixed' | 'empty';
 export interface OpenOptions {
   /** The migration chain (default: the built-in one, reader/migrations.ts). */
   migrations?: readonly Migration[];
+}
+
+/** Which events to read (every one by default). */
+export interface EventQuery {
+  /** Only events of these kinds. */
+  kinds?: readonly string[];
+  /** Only the last this many (after the other filters). */
+  last?: number;
+}
+
+function eventFilter(query: EventQuery): ((e: RunEvent) => boolean) | undefined {
+  const kinds = query.kinds === undefined ? null : new Set(query.kinds);
+  return kinds === null ? undefined : (e) => kinds.has(e.kind);
+}
+
+function nextKept(stream: Iterator<RunEvent>, keep: ((e: RunEvent) => boolean) | undefined): RunEvent | null {
+  for (;;) {
+    const r = stream.next();
+    if (r.done) return null;
+    if (!keep || keep(r.value)) return r.value;
+  }
 }
 
 /** A directory holding a recording of one rank: the run itself (rank 0) or `rank-NNN/`. */
@@ -318,22 +340,61 @@ export class RunReader {
 
   /**
    * Events of every rank (rank-attributed), ordered by time; a torn or garbage line is
-   * skipped.
+   * skipped. `query` filters while the files are read, so memory grows with the events
+   * kept, never with events.jsonl (use `streamEvents` to visit them all in bounded memory).
    */
-  events(): RunEvent[] {
-    return this.eventsWithDiagnostics().events;
+  events(query: EventQuery = {}): RunEvent[] {
+    return this.eventsWithDiagnostics(query).events;
   }
 
   /** Events plus how many lines were skipped as unreadable. */
-  eventsWithDiagnostics(): ReturnType<typeof readEventsFile> {
-    const migrate = this.adapter.migrated ? (e: Record<string, unknown>) => this.adapter.event(e) : undefined;
-    const own = readEventsFile(path.join(this.runDir, 'events.jsonl'), migrate);
-    const ranks = this.rankDirs();
-    if (ranks.length === 0) return own;
-    const all = [own, ...ranks.map((d) => readEventsFile(path.join(d, 'events.jsonl'), migrate))];
+  eventsWithDiagnostics(query: EventQuery = {}): EventsRead {
+    const keep = eventFilter(query);
+    const last = query.last;
+    if (last !== undefined && !(Number.isSafeInteger(last) && last >= 0)) {
+      throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid event query last: expected a non-negative integer (got ${String(last)})`);
+    }
+    const files = this.eventFiles();
+    // each file's last ones: the last ones by time when each file is in time order
+    const all = files.map((f) => readEventsFile(f, this.eventMigration(), keep, last));
     // stable sort: events with equal timestamps keep their file order
-    const events = all.flatMap((r) => r.events).sort((a, b) => a.timestamp - b.timestamp);
-    return { events, skippedLines: all.reduce((n, r) => n + r.skippedLines, 0) };
+    const events = files.length === 1 ? all[0].events : all.flatMap((r) => r.events).sort((a, b) => a.timestamp - b.timestamp);
+    return {
+      events: last === undefined ? events : events.slice(Math.max(0, events.length - last)),
+      skippedLines: all.reduce((n, r) => n + r.skippedLines, 0),
+    };
+  }
+
+  /**
+   * Streams the events `query` selects, without holding them: each rank's events.jsonl is
+   * read a chunk at a time and the ranks are merged by time (each file in its own order).
+   * Skipped lines are added to `diagnostics` as they are met. `query.last` is not
+   * supported here (it needs the end first): use `events`.
+   */
+  *streamEvents(query: Omit<EventQuery, 'last'> = {}, diagnostics?: EventsDiagnostics): Generator<RunEvent> {
+    const keep = eventFilter(query);
+    const streams = this.eventFiles().map((f) => streamEventsFile(f, { migrate: this.eventMigration(), diagnostics }));
+    const heads: (RunEvent | null)[] = streams.map((s) => nextKept(s, keep));
+    for (;;) {
+      // the earliest head; a tie goes to the lower rank, as the stable sort of `events` does
+      let at = -1;
+      for (let i = 0; i < heads.length; i++) {
+        const h = heads[i];
+        if (h !== null && (at < 0 || h.timestamp < heads[at]!.timestamp)) at = i;
+      }
+      if (at < 0) return;
+      yield heads[at]!;
+      heads[at] = nextKept(streams[at], keep);
+    }
+  }
+
+  /** events.jsonl of the run and of each rank directory, in rank order. */
+  private eventFiles(): string[] {
+    return [this.runDir, ...this.rankDirs()].map((d) => path.join(d, 'events.jsonl'));
+  }
+
+  private eventMigration(): ((e: Record<string, unknown>) => Record<string, unknown>) | undefined {
+    return this.adapter.migrated ? (e) => this.adapter.event(e) : undefined;
   }
 
   /** Last modification time of any step or event file (ms since epoch), or null. */

@@ -7,6 +7,7 @@ import { selectSamplesAsync, selectSamplesSync } from '../native.js';
 import type { NativeRecorder } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { clip, describeThrown, describeValue } from './describe-value.js';
+import { MAX_SAMPLES_PER_CALL } from './limits.js';
 import { SampleEncoder } from './sample-encoder.js';
 import { resolveCallOptions } from './sampling.js';
 import type { LogSamplesOptions, Sampling } from './sampling.js';
@@ -57,6 +58,7 @@ function rewardOf(sample: unknown): number {
 
 export class SampleLogger {
   private calls = 0;
+  private refused = 0;
   private readonly encoder = new SampleEncoder();
   private readonly pending = new Set<PendingSelection>();
 
@@ -74,11 +76,24 @@ export class SampleLogger {
         this.reportBadCall(options, o.field, o.reason, o.value);
         return;
       }
-      if (samples === null || typeof samples !== 'object' || typeof samples.length !== 'number') {
+      if (samples === null || typeof samples !== 'object') {
         this.reportBadCall(options, 'samples', 'expected an array of samples', samples);
         return;
       }
-      const n = samples.length;
+      // read once: a getter or a Proxy may answer differently each time
+      const n: unknown = samples.length;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+        this.reportBadCall(options, 'samples.length', 'expected an array of samples (a non-negative integer length)', n);
+        return;
+      }
+      if (n > MAX_SAMPLES_PER_CALL) {
+        // refused before any sample is read: the work of a call stays bounded
+        this.reportBadCall(options, 'samples.length', `${n} samples in one call, over the limit of ${MAX_SAMPLES_PER_CALL}: split the batch`, n, {
+          length: n,
+          limit: MAX_SAMPLES_PER_CALL,
+        });
+        return;
+      }
       if (n === 0) return;
       const call = this.calls++;
       const s = o.sampling;
@@ -93,18 +108,18 @@ export class SampleLogger {
           picks[2 * i] = i;
           picks[2 * i + 1] = reason;
         }
-        this.push(samples, picks, step, context);
+        this.push(samples, n, picks, step, context);
         return;
       }
       const rewards = new Float64Array(n);
       for (let i = 0; i < n; i++) rewards[i] = rewardOf(samples[i]);
       if (n < ASYNC_SELECT_MIN_SAMPLES) {
-        this.push(samples, selectSamplesSync(rewards, this.nativeSampling(s, call)), step, context);
+        this.push(samples, n, selectSamplesSync(rewards, this.nativeSampling(s, call)), step, context);
         return;
       }
       // a shallow copy: a trainer that refills its rollout array after the call must not
       // change what is recorded (the sample objects themselves are still read later)
-      const p: PendingSelection = { samples: Array.from(samples), rewards, step, context, sampling: s, call, done: false };
+      const p: PendingSelection = { samples: Array.from({ length: n }, (_, i) => samples[i]), rewards, step, context, sampling: s, call, done: false };
       this.pending.add(p);
       selectSamplesAsync(rewards, this.nativeSampling(s, call)).then(
         (picks) => this.finish(p, picks),
@@ -117,6 +132,11 @@ export class SampleLogger {
         // training goes on
       }
     }
+  }
+
+  /** Calls refused whole, each with a bad_record event. */
+  get callsRefused(): number {
+    return this.refused;
   }
 
   /** Selections still off-thread are finished here, synchronously (flush, close, exit). */
@@ -134,20 +154,26 @@ export class SampleLogger {
     p.done = true;
     this.pending.delete(p);
     try {
-      this.push(p.samples, picks ?? selectSamplesSync(p.rewards, this.nativeSampling(p.sampling, p.call)), p.step, p.context);
+      this.push(p.samples, p.samples.length, picks ?? selectSamplesSync(p.rewards, this.nativeSampling(p.sampling, p.call)), p.step, p.context);
     } catch {
       // never throws (a recorder closed meanwhile refuses the push)
     }
   }
 
-  private push(samples: ArrayLike<unknown>, picks: Uint32Array, step: number | undefined, context: SampleContext | null): void {
+  private push(samples: ArrayLike<unknown>, n: number, picks: Uint32Array, step: number | undefined, context: SampleContext | null): void {
     // the unit's sample label names a sample only when the call logs one
-    const bytes = this.encoder.encode(samples, picks, step, context, samples.length === 1);
+    const bytes = this.encoder.encode(samples, picks, step, context, n === 1);
     this.native.pushSamples(bytes, picks.length >> 1);
   }
 
-  private reportBadCall(options: unknown, field: string, reason: string, value: unknown): void {
-    const step = options !== null && typeof options === 'object' ? (options as { step?: unknown }).step : undefined;
+  private reportBadCall(options: unknown, field: string, reason: string, value: unknown, extra: Record<string, number> = {}): void {
+    this.refused++;
+    let step: unknown;
+    try {
+      step = options !== null && typeof options === 'object' ? (options as { step?: unknown }).step : undefined;
+    } catch {
+      step = undefined; // a getter that throws: the event goes without a step
+    }
     const shown = describeValue(value);
     const f = clip(field, 200);
     const r = clip(reason, 300);
@@ -158,6 +184,7 @@ export class SampleLogger {
         reason: r,
         value_type: shown.type,
         value_preview: shown.preview,
+        ...extra,
       }),
     );
   }

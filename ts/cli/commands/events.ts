@@ -23,9 +23,8 @@ export class EventsCommand extends ProbeCommand {
 
   async exec(): Promise<number> {
     const reader = RunReader.open(this.run);
-    let events = reader.events();
-    if (this.kinds.length) events = events.filter((e) => this.kinds.includes(e.kind));
-    if (this.last !== undefined) events = events.slice(-this.last);
+    // filtered while streaming: a huge events.jsonl never sits in memory whole
+    const events = reader.events({ kinds: this.kinds.length ? this.kinds : undefined, last: this.last });
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify(events, null, 2)}\n`);
       return 0;
