@@ -109,7 +109,8 @@ function checkRecording(dir: string, expect: Expect, context: string): void {
   if (kinds.includes('recorder_close')) {
     assert.equal((eventOf(events, 'recorder_close').data as { logged?: unknown }).logged, expect.steps);
   }
-  if (expect.signal !== undefined) {
+  // the signal sent is recorded unless the ending says it never reached the program
+  if (expect.signal !== undefined && expect.kinds.includes('signal')) {
     assert.equal((eventOf(events, 'signal').data as { signal?: unknown }).signal, expect.signal, 'signal data.signal');
   }
   if (expect.crashOrigin !== undefined) {
@@ -144,6 +145,10 @@ interface Case extends Scenario, Omit<Expect, 'steps'> {
   /** Extra steps the ending itself logs (the user's signal handler logs one). */
   extraSteps?: number;
   stderrMatch?: RegExp;
+  /** Whether the user's signal handler prints "user-handler" (with and without rlprobe alike). */
+  handlerRuns?: boolean;
+  /** A known gap: the case runs and is reported, without failing the suite. */
+  todo?: string;
 }
 
 const CASES: Case[] = [
@@ -201,11 +206,60 @@ const CASES: Case[] = [
     exitCode: 0,
     extraSteps: 1,
   },
+  // A signal that arrives during synchronous code is held until the event loop runs (rlprobe
+  // has a listener), while without rlprobe it kills at once: the program must still die by it.
+  {
+    name: 'SIGTERM during a long synchronous stretch, then the program ends naturally',
+    ending: 'busy-natural',
+    signal: 'SIGTERM',
+    exit: { code: null, signal: 'SIGTERM' },
+    kinds: ['checkpoint', 'signal'],
+    layout: 'readable',
+  },
+  {
+    name: 'SIGINT during a long synchronous stretch, then the program ends naturally',
+    ending: 'busy-natural',
+    signal: 'SIGINT',
+    exit: { code: null, signal: 'SIGINT' },
+    kinds: ['checkpoint', 'signal'],
+    layout: 'readable',
+  },
+  {
+    name: 'SIGTERM during a long synchronous stretch, then process.exitCode = 7',
+    ending: 'busy-exitcode',
+    signal: 'SIGTERM',
+    exit: { code: null, signal: 'SIGTERM' },
+    kinds: ['checkpoint', 'signal'],
+    layout: 'readable',
+  },
+  {
+    // Node's own behaviour with a listener: the loop ends before it delivers the signal, so
+    // the user's handler never runs; rlprobe must not make it run either
+    name: 'SIGTERM during a long synchronous stretch with a user SIGTERM listener, then the program ends naturally',
+    ending: 'busy-user-sigterm',
+    signal: 'SIGTERM',
+    exit: { code: 0, signal: null },
+    kinds: ['checkpoint', 'process_exit'],
+    layout: 'compacted',
+    exitCode: 0,
+    handlerRuns: false,
+  },
+  {
+    name: 'SIGTERM during a long synchronous stretch, then process.exit(3)',
+    // JavaScript cannot see a signal Node holds for the event loop before process.exit()
+    // ends the process: the exit hook would need a native signal flag (see README)
+    todo: 'needs the signal noted natively (a sigaction chained before libuv); process.exit(3) wins today',
+    ending: 'busy-exit3',
+    signal: 'SIGTERM',
+    exit: { code: null, signal: 'SIGTERM' },
+    kinds: ['checkpoint', 'signal'],
+    layout: 'readable',
+  },
 ];
 
 describe('exit paths: one recorder', () => {
   for (const c of CASES) {
-    test(c.name, { timeout: TEST_TIMEOUT }, () => withCleanup(async (cleanups) => {
+    test(c.name, { timeout: TEST_TIMEOUT, todo: c.todo }, () => withCleanup(async (cleanups) => {
       const { runDir, withProbe, without } = await runBoth(c, cleanups);
       const context = withProbe.child.describe();
       // the same as without rlprobe (checked in runBoth) and the documented Node behaviour
@@ -219,6 +273,10 @@ describe('exit paths: one recorder', () => {
         assert.ok(without.child.lines.includes('user-handler'), 'baseline ran the user handler');
         assert.ok(withProbe.child.lines.includes('user-handler'), `the user's handler ran\n${context}`);
       }
+      if (c.handlerRuns === false) {
+        assert.ok(!without.child.lines.includes('user-handler'), 'baseline: the held signal is never delivered');
+        assert.ok(!withProbe.child.lines.includes('user-handler'), `rlprobe must not deliver it either\n${context}`);
+      }
       checkRecording(runDir, { ...c, steps: STEPS + (c.extraSteps ?? 0) }, context);
     }));
   }
@@ -227,9 +285,16 @@ describe('exit paths: one recorder', () => {
 describe('exit paths: two recorders share the process hooks', () => {
   // the single-recorder cases that end the process each way, now with two recorders
   const TWO = CASES.filter((c) =>
-    ['natural end without close()', 'process.exit(3)', 'uncaught exception', 'unhandled rejection', 'SIGTERM, steps not flushed'].includes(c.name),
+    [
+      'natural end without close()',
+      'process.exit(3)',
+      'uncaught exception',
+      'unhandled rejection',
+      'SIGTERM, steps not flushed',
+      'SIGTERM during a long synchronous stretch, then the program ends naturally',
+    ].includes(c.name),
   );
-  assert.equal(TWO.length, 5, 'every two-recorder case found');
+  assert.equal(TWO.length, 6, 'every two-recorder case found');
   for (const c of TWO) {
     test(c.name, { timeout: TEST_TIMEOUT }, () => withCleanup(async (cleanups) => {
       const { runDir, withProbe } = await runBoth({ ...c, recorders: 2 }, cleanups);

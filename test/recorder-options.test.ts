@@ -10,6 +10,7 @@ import { after, describe, test } from 'node:test';
 
 import { Recorder, RlprobeError, RunReader } from '../ts/index.js';
 import type { RecorderOptions } from '../ts/index.js';
+import { spawnChild, waitForExit } from './helpers/child.js';
 import { QUIET, cleanupTempDirs, listenerCounts, tempDir, withEnv } from './helpers/fixtures.js';
 
 after(cleanupTempDirs);
@@ -41,6 +42,8 @@ describe('invalid options', () => {
     ['flushIntervalMs as a string', { flushIntervalMs: '5000' as unknown as number }, [/flushIntervalMs/, /"5000"/]],
     ['queueCapacity 1.5', { queueCapacity: 1.5 }, [/queueCapacity/, /1\.5/]],
     ['queueCapacity NaN', { queueCapacity: NaN }, [/queueCapacity/]],
+    // below the minimum the queue cannot hold one record on the hot path: every record dropped
+    ['queueCapacity 0', { queueCapacity: 0 }, [/queueCapacity/, /\(got 0\)/]],
     ['rank -1', { rank: -1 }, [/rank/, /-1/]],
     ['rank 1.5', { rank: 1.5 }, [/rank/, /1\.5/]],
     ['worldSize 0', { worldSize: 0 }, [/worldSize/, /\(got 0\)/]],
@@ -60,6 +63,27 @@ describe('invalid options', () => {
       const dir = path.join(tempDir(), 'run');
       assertInvalidOption(() => new Recorder(dir, options), ...mention);
       assert.equal(existsSync(dir), false, 'a refused option must not create the run directory');
+    });
+  }
+
+  for (const queueCapacity of [1, 5, 6]) {
+    // before the fix a queue of 1-5 records dropped every step, even with an idle writer
+    test(`queueCapacity ${queueCapacity} records every step while the writer keeps up`, (t) => {
+      const dir = path.join(tempDir(), 'run');
+      const rec = new Recorder(dir, { ...QUIET, captureEnvironment: false, queueCapacity });
+      t.after(() => rec.close());
+      for (let step = 0; step < 20; step++) {
+        rec.logStep({ step, loss: step / 10 });
+        assert.equal(rec.flushSync(10_000), true);
+      }
+      // a burst as long as the queue, into an empty queue
+      const end = 20 + queueCapacity;
+      for (let step = 20; step < end; step++) rec.logStep({ step, loss: step / 10 });
+      assert.equal(rec.flushSync(10_000), true);
+      const c = rec.close().counters;
+      assert.equal(c.dropped, 0, 'nothing dropped with an idle writer');
+      assert.equal(c.written, end);
+      assert.deepEqual(RunReader.open(dir).steps().map((s) => s.step), Array.from({ length: end }, (_, i) => i));
     });
   }
 
@@ -288,16 +312,16 @@ describe('ranks', () => {
     assert.equal(rec.flushSync(), true);
     rec.logSamples([{ completion_text: 'x', reward_total: 1 }], { step: 0 });
     assert.deepEqual(rec.counters, {
-      logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
-      samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
-      spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0,
+      logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0, eventsBad: 0,
+      samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0, sampleCallsBad: 0,
+      spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0, writeFailures: 0,
     });
     const summary = rec.close();
     assert.deepEqual(summary, {
       counters: {
-        logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
-        samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
-        spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0,
+        logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0, eventsBad: 0,
+        samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0, sampleCallsBad: 0,
+        spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0, writeFailures: 0,
       },
       compaction: null,
       error: null,
@@ -369,6 +393,7 @@ describe('process handlers', () => {
   test('recorders share one set of handlers, removed when the last one closes', () => {
     const root = tempDir();
     const base = listenerCounts();
+    const beforeExit = process.listenerCount('beforeExit');
     const plusOne = Object.fromEntries(Object.entries(base).map(([k, v]) => [k, v + 1]));
     const a = new Recorder(path.join(root, 'a'), { installHandlers: true, captureEnvironment: false });
     let b: Recorder | undefined;
@@ -385,8 +410,10 @@ describe('process handlers', () => {
       assert.deepEqual(listenerCounts(), plusOne, 'still one live recorder with handlers');
       a.close();
       assert.deepEqual(listenerCounts(), plusOne, 'closing twice does not unregister the other');
+      assert.equal(process.listenerCount('beforeExit'), beforeExit + 1, 'one beforeExit listener (signals held during synchronous code)');
       b.close();
       assert.deepEqual(listenerCounts(), base, 'the last close removes them');
+      assert.equal(process.listenerCount('beforeExit'), beforeExit);
       // and a new recorder installs them again
       const d = new Recorder(path.join(root, 'd'), { installHandlers: true, captureEnvironment: false });
       assert.deepEqual(listenerCounts(), plusOne);
@@ -426,17 +453,18 @@ describe('resume', () => {
     assert.deepEqual(kinds, ['recorder_close', 'recorder_resume', 'recorder_close']);
   });
 
-  test('resuming a crashed (part-layout) run does not overwrite its parts', () => {
+  test('resuming a crashed (part-layout) run does not overwrite its parts', async () => {
     const dir = path.join(tempDir(), 'run');
-    const first = new Recorder(dir, { ...QUIET, flushSteps: 2, captureEnvironment: false });
-    for (let step = 0; step < 5; step++) first.logStep({ step });
-    first.flushSync();
-    // no close: as if the process had died (the writer stays parked until this process exits)
+    // the first recorder dies with its parts published and its directory lock held
+    const first = spawnChild('kill-writer.ts', [dir, 'range', '0', '5']);
+    await first.waitForLine(/^flushed 5$/, 60_000);
+    first.proc.kill('SIGKILL');
+    assert.deepEqual(await waitForExit(first, 30_000), { code: null, signal: 'SIGKILL' });
+    assert.equal(RunReader.open(dir).layout(), 'parts');
     const second = new Recorder(dir, { ...QUIET, flushSteps: 2, captureEnvironment: false });
     for (let step = 5; step < 9; step++) second.logStep({ step });
     second.close();
     assert.deepEqual(RunReader.open(dir).steps().map((s) => s.step), [0, 1, 2, 3, 4, 5, 6, 7, 8]);
     assert.ok(RunReader.open(dir).events().some((e) => e.kind === 'recorder_resume'));
-    first.close();
   });
 });

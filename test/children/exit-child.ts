@@ -20,6 +20,13 @@
  *                  a user process.once('SIGTERM') listener installed BEFORE the recorder does
  *                  a graceful, asynchronous shutdown: logs one more step, prints
  *                  "user-handler", exits 0 after 200 ms
+ *   busy-natural   print "ready", compute synchronously for BUSY_MS (the parent signals
+ *                  meanwhile), then fall off the end
+ *   busy-exitcode  the same, then process.exitCode = 7
+ *   busy-exit3     the same, then process.exit(3)
+ *   busy-user-sigterm
+ *                  a user SIGTERM listener (as in user-sigterm), then busy-natural: Node holds
+ *                  the signal for the listener, and the loop ends before delivering it
  */
 import path from 'node:path';
 
@@ -36,6 +43,8 @@ if (!runDir || !ending || !stepsArg) {
   process.exit(64);
 }
 const steps = Number(stepsArg);
+/** Long enough for the parent's signal to arrive during the stretch, even under load. */
+const BUSY_MS = 3000;
 const disabled = process.env.RLPROBE_TEST_DISABLE === '1';
 const recorderCount = Number(recordersArg);
 
@@ -127,6 +136,26 @@ switch (ending) {
       process.exit(71);
     }, 120_000).unref();
     console.log('ready');
+    break;
+  }
+  case 'busy-user-sigterm':
+    process.on('SIGTERM', () => {
+      console.log('user-handler');
+      process.exit(0);
+    });
+  // falls through
+  case 'busy-natural':
+  case 'busy-exitcode':
+  case 'busy-exit3': {
+    // a long synchronous stretch (a training step on the CPU): a signal arriving now waits
+    // for the event loop when a listener is installed, and kills at once when none is
+    console.log('ready');
+    const until = Date.now() + BUSY_MS;
+    let spins = 0;
+    while (Date.now() < until) spins++;
+    console.log(`busy done (${spins} spins)`);
+    if (ending === 'busy-exitcode') process.exitCode = 7;
+    if (ending === 'busy-exit3') process.exit(3);
     break;
   }
   default:

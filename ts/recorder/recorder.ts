@@ -7,7 +7,7 @@ import { NativeRecorder, pushStep, stepColumnKind, writeFileAtomic } from '../na
 import { captureTrial } from '../trials/capture.js';
 import type { CaptureOptions } from '../trials/capture-options.js';
 import type { CaptureManifest } from '../trials/manifest.js';
-import type { NativeCloseReport } from '../native.js';
+import type { NativeCloseReport, NativeCounters } from '../native.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { SCHEMA_VERSION } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
@@ -15,9 +15,11 @@ import { importHints } from '../doctor/diagnose.js';
 import type { Finding } from '../doctor/finding.js';
 import type { SampleRecord } from '../schema/sample-record.js';
 import type { StepRecord } from '../schema/step-record.js';
-import { registerCrashHooks, unregisterCrashHooks } from './crash-hooks.js';
-import type { CrashHookTarget } from './crash-hooks.js';
+import { registerCrashHooks, unregisterCrashHooks, WORKER_THREAD_ID } from './crash-hooks.js';
+import type { CrashHookTarget, ExitOrigin } from './crash-hooks.js';
 import { clip, describeThrown, describeValue } from './describe-value.js';
+import { resolveEventCall } from './event-call.js';
+import type { EventAmbient, EventRefusal } from './event-call.js';
 import { captureEnvironment } from './environment.js';
 import { resolveRecorderOptions } from './options.js';
 import type { RecorderOptions, ResolvedRecorderOptions } from './options.js';
@@ -46,6 +48,8 @@ export interface RecorderCounters {
   pending: number;
   eventsWritten: number;
   eventsDropped: number;
+  /** `logEvent` calls refused (bad kind, options, message or data), each with a bad_record event. */
+  eventsBad: number;
   /** Samples kept by selection and handed to the writer. */
   samplesLogged: number;
   samplesWritten: number;
@@ -55,6 +59,11 @@ export interface RecorderCounters {
   samplesBad: number;
   /** `samplesWritten + samplesDropped + samplesBad + samplesPending == samplesLogged`. */
   samplesPending: number;
+  /**
+   * `logSamples` calls refused whole (bad options, not an array, too long), each with a
+   * bad_record event; their samples are in none of the sample counters.
+   */
+  sampleCallsBad: number;
   /**
    * Span writes handed to the writer: one per ended span, plus one per span a flush,
    * crash or close found open (readers keep each span's last write).
@@ -100,10 +109,19 @@ const CRASH_FLUSH_MS = 5000;
 const EXIT_CLOSE_MS = 15_000;
 
 const ZERO: RecorderCounters = {
-  logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0,
-  samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0,
+  logged: 0, written: 0, dropped: 0, bad: 0, pending: 0, eventsWritten: 0, eventsDropped: 0, eventsBad: 0,
+  samplesLogged: 0, samplesWritten: 0, samplesDropped: 0, samplesBad: 0, samplesPending: 0, sampleCallsBad: 0,
   spansLogged: 0, spansWritten: 0, spansDropped: 0, spansBad: 0, spansPending: 0, writeFailures: 0,
 };
+
+/**
+ * Lifecycle event data of a recorder in a worker thread: which thread, and (for its end)
+ * whether the worker ended or the main thread ended the process. Nothing on the main thread.
+ */
+function threadData(endedBy: 'worker' | 'main_thread' | null): Record<string, unknown> {
+  if (WORKER_THREAD_ID === null) return {};
+  return endedBy === null ? { worker_thread_id: WORKER_THREAD_ID } : { worker_thread_id: WORKER_THREAD_ID, ended_by: endedBy };
+}
 
 /** The ambient span and unit as a logged sample carries them. */
 function sampleContextOf(a: Ambient): SampleContext | null {
@@ -216,6 +234,8 @@ export class Recorder implements CrashHookTarget {
   /** Aborted by nothing: the halt signal of a recorder without live diagnosis. */
   private readonly idleHalt = new AbortController();
   private closed = false;
+  /** Refused `logEvent` calls (the native counters know only the events it was handed). */
+  private eventsBad = 0;
   private summary: CloseSummary | null = null;
 
   constructor(runDir: string, options?: RecorderOptions) {
@@ -577,37 +597,69 @@ export class Recorder implements CrashHookTarget {
     this.native!.reportBad(line);
   }
 
+  /** An event line of the recorder's own (its data is always serialisable). */
   private eventLine(kind: string, step: number | null | undefined, message: string, data: unknown): string {
     const s = typeof step === 'number' && Number.isInteger(step) ? step : null;
-    return `{"timestamp":${Date.now() / 1000},"kind":${JSON.stringify(kind)},"step":${s},"rank":${this.options.rank},"message":${JSON.stringify(message)},"data":${safeJson(data)}}`;
+    return this.eventLineJson(kind, s, message, safeJson(data));
   }
 
-  /** Appends an event to events.jsonl (written as it arrives). Never throws. */
-  logEvent(kind: string, options: EventOptions = {}): void {
+  private eventLineJson(kind: string, step: number | null, message: string, dataJson: string): string {
+    return `{"timestamp":${Date.now() / 1000},"kind":${JSON.stringify(kind)},"step":${step},"rank":${this.options.rank},"message":${JSON.stringify(message)},"data":${dataJson}}`;
+  }
+
+  /**
+   * Appends an event to events.jsonl (written as it arrives). Never throws. `kind` is a
+   * non-empty string, `message` a string, `step` a non-negative integer or null, `data`
+   * anything JSON can write (bigints as decimal strings; a value that is not a plain object
+   * is kept under `data.value`), within the limits of limits.ts. A call that breaks one of
+   * these is not written: a `bad_record` event names the field, and `counters.eventsBad`
+   * counts it.
+   */
+  logEvent(kind: string, options?: EventOptions): void {
     if (this.native === null || this.closed) return;
     try {
-      const k = typeof kind === 'string' && kind.length > 0 ? kind : 'custom';
-      const message = typeof options.message === 'string' ? options.message : options.message === undefined ? '' : String(options.message);
-      const ambient = this.spans?.ambient.current();
-      if (ambient !== undefined) {
-        // inside a span or unit: its step when none is given, its span id and labels in data
-        const span = ambient.span !== null && ambient.span._id !== '' ? ambient.span : null;
-        // an explicit step (null included) stands; only a missing one is the unit's
-        const step = options.step !== undefined ? options.step : (ambient.coords?.step ?? span?.step ?? null);
-        const given = options.data;
-        const plain = given !== null && typeof given === 'object' && !Array.isArray(given);
-        // data that is not a plain object is kept whole under `value`
-        const data: Record<string, unknown> = plain ? { ...given } : given === undefined ? {} : { value: given };
-        if (span !== null && data.span_id === undefined) data.span_id = span.id;
-        const labels = (ambient.coords ?? span?._coords)?.labels ?? null;
-        if (labels !== null && data.labels === undefined && Object.keys(labels).length > 0) data.labels = labels;
-        this.native.logEvent(this.eventLine(k, step, message, data));
+      const call = resolveEventCall(kind, options, this.eventAmbient());
+      if (call.ok) {
+        const p = call.parts;
+        this.native.logEvent(this.eventLineJson(p.kind, p.step, p.message, p.dataJson));
         return;
       }
-      this.native.logEvent(this.eventLine(k, options.step, message, options.data));
+      this.eventsBad++;
+      this.reportBadEvent(kind, call.refusal);
     } catch {
-      // never throws
+      // never throws (the checks above do not either: this is the last line of defence)
     }
+  }
+
+  /** The span and unit an event logged now belongs to, or null outside any. */
+  private eventAmbient(): EventAmbient | null {
+    const ambient = this.spans?.ambient.current();
+    if (ambient === undefined) return null;
+    const span = ambient.span !== null && ambient.span._id !== '' ? ambient.span : null;
+    const labels = (ambient.coords ?? span?._coords)?.labels ?? null;
+    return {
+      step: ambient.coords?.step ?? span?.step ?? null,
+      spanId: span?.id ?? null,
+      labels: labels !== null && Object.keys(labels).length > 0 ? labels : null,
+    };
+  }
+
+  private reportBadEvent(kind: unknown, r: EventRefusal): void {
+    const field = clip(r.field, 200);
+    const reason = clip(r.reason, 300);
+    const shown = describeValue(r.value);
+    const kindText = typeof kind === 'string' ? clip(kind, 120) : null;
+    const what = kindText === null ? 'event' : `event ${JSON.stringify(kindText)}`;
+    this.native!.logEvent(
+      this.eventLine(RECORDER_EVENT_KINDS.badRecord, r.step, `${what} dropped: ${field}: ${reason}, got ${shown.type} ${shown.preview}`, {
+        record: 'event',
+        kind: kindText,
+        field,
+        reason,
+        value_type: shown.type,
+        value_preview: shown.preview,
+      }),
+    );
   }
 
   /**
@@ -626,7 +678,12 @@ export class Recorder implements CrashHookTarget {
   get counters(): RecorderCounters {
     if (this.native === null) return { ...ZERO };
     if (this.summary) return { ...this.summary.counters };
-    return native(() => this.native!.counters());
+    return this.withCallCounters(native(() => this.native!.counters()));
+  }
+
+  /** The native counters plus the calls refused on this thread before reaching Rust. */
+  private withCallCounters(c: NativeCounters): RecorderCounters {
+    return { ...c, eventsBad: this.eventsBad, sampleCallsBad: this.sampleLogger?.callsRefused ?? 0 };
   }
 
   /**
@@ -662,7 +719,7 @@ export class Recorder implements CrashHookTarget {
     );
     const report: NativeCloseReport = native(() => this.native!.close(compact, left()));
     this.summary = {
-      counters: { ...report.counters },
+      counters: this.withCallCounters(report.counters),
       compaction: report.compaction
         ? {
             partsMerged: report.compaction.partsMerged,
@@ -682,15 +739,22 @@ export class Recorder implements CrashHookTarget {
   // ---- crash hooks (see crash-hooks.ts); each is bounded and never throws
 
   /** @internal */
-  onProcessExit(code: number): void {
+  onProcessExit(code: number, origin: ExitOrigin): void {
     if (this.closed || this.native === null) return;
     try {
       const c = this.native.counters();
-      this.closeWith(true, EXIT_CLOSE_MS, this.eventLine(RECORDER_EVENT_KINDS.processExit, null, `process exiting with code ${code}`, {
+      const message =
+        origin === 'worker'
+          ? `worker thread ${WORKER_THREAD_ID} exiting with code ${code}`
+          : origin === 'main-thread'
+            ? `process exiting with code ${code}: the main thread ended it while worker thread ${WORKER_THREAD_ID} was recording`
+            : `process exiting with code ${code}`;
+      this.closeWith(true, EXIT_CLOSE_MS, this.eventLine(RECORDER_EVENT_KINDS.processExit, null, message, {
         code,
         logged: c.logged,
         dropped: c.dropped,
         bad: c.bad,
+        ...threadData(origin === 'main-thread' ? 'main_thread' : 'worker'),
       }));
     } catch {
       // the process is exiting: nothing left to do
@@ -709,6 +773,7 @@ export class Recorder implements CrashHookTarget {
         origin,
         name: e?.name ?? typeof error,
         stack: e?.stack ?? null,
+        ...threadData(null),
       }));
       this.native.flush(CRASH_FLUSH_MS);
     } catch {
@@ -722,7 +787,7 @@ export class Recorder implements CrashHookTarget {
     try {
       this.sampleLogger?.settle();
       this.spans?.writeOpen();
-      this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.signal, null, `received ${signal}`, { signal }));
+      this.native.writeEventNow(this.eventLine(RECORDER_EVENT_KINDS.signal, null, `received ${signal}`, { signal, ...threadData(null) }));
       this.native.flush(CRASH_FLUSH_MS);
     } catch {
       // never throws from a signal handler
