@@ -231,6 +231,14 @@ export interface NativeRecorderOptions {
   sampleQueueBytes?: number
   /** Runs the doctor live on every published step part, on a thread of its own. */
   liveDoctor?: NativeLiveDoctorOptions
+  /**
+   * A worker thread's recorder: when the thread's JS environment is torn down with the
+   * recorder still open (`worker.terminate()`, or the process ended with no rlprobe in
+   * the main thread to relay it), write a `process_exit` and close with compaction.
+   */
+  closeOnTeardown?: boolean
+  /** The worker's `threadId`, for that event. */
+  threadId?: number
 }
 
 export interface NativeSampleBatch {

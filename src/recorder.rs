@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use rlprobe_core::events::event_line;
 use rlprobe_core::writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};
 
 use crate::doctor::{LiveFeed, NativeFinding};
@@ -24,6 +25,12 @@ pub struct NativeRecorderOptions {
     pub sample_queue_bytes: Option<u32>,
     /// Runs the doctor live on every published step part, on a thread of its own.
     pub live_doctor: Option<NativeLiveDoctorOptions>,
+    /// A worker thread's recorder: when the thread's JS environment is torn down with the
+    /// recorder still open (`worker.terminate()`, or the process ended with no rlprobe in
+    /// the main thread to relay it), write a `process_exit` and close with compaction.
+    pub close_on_teardown: Option<bool>,
+    /// The worker's `threadId`, for that event.
+    pub thread_id: Option<u32>,
 }
 
 #[napi(object)]
@@ -142,7 +149,7 @@ pub struct NativeRecorder {
 #[napi]
 impl NativeRecorder {
     #[napi(constructor, catch_unwind)]
-    pub fn new(options: NativeRecorderOptions) -> Result<Self> {
+    pub fn new(env: Env, options: NativeRecorderOptions) -> Result<Self> {
         let mut o = RecorderOptions::new(PathBuf::from(options.run_dir));
         o.rank = options.rank as i64;
         o.flush_interval = Duration::from_millis(options.flush_interval_ms.max(1) as u64);
@@ -174,6 +181,11 @@ impl NativeRecorder {
                 }
             }
         });
+        if options.close_on_teardown == Some(true) {
+            let what = (handle as u32, options.rank as i64, options.thread_id.unwrap_or(0));
+            // no JS runs after teardown: this is the last moment the recording can be closed
+            env.add_env_cleanup_hook(what, |(handle, rank, thread_id)| close_on_teardown(handle, rank, thread_id))?;
+        }
         Ok(NativeRecorder { handle: handle as u32 })
     }
 
@@ -332,6 +344,26 @@ impl NativeRecorder {
     pub fn last_error(&self) -> Result<Option<String>> {
         with_slot(self.handle, |slot| Ok(slot.recorder.last_error()))
     }
+}
+
+/// The environment of a worker is going away with its recorder open: record why, then
+/// flush and compact within a bound (Node joins the worker's thread before it exits).
+fn close_on_teardown(handle: u32, rank: i64, thread_id: u32) {
+    let _ = SLOTS.try_with(|slots| {
+        let Ok(mut slots) = slots.try_borrow_mut() else { return };
+        let Some(Some(slot)) = slots.get_mut(handle as usize) else { return };
+        if slot.recorder.is_stopping() {
+            return; // closed by the facade (its own exit hooks, or the main thread's relay)
+        }
+        let c = slot.recorder.counters();
+        let data = format!(
+            "{{\"code\":null,\"ended_by\":\"terminated\",\"worker_thread_id\":{thread_id},\"logged\":{},\"dropped\":{},\"bad\":{}}}",
+            c.logged, c.dropped, c.bad
+        );
+        let message = "worker thread torn down with the recorder open (worker.terminate(), or the process ended with no rlprobe in the main thread): closed on teardown";
+        slot.recorder.log_event(event_line("process_exit", None, rank, message, &data));
+        let _ = slot.recorder.close(true, Duration::from_secs(15));
+    });
 }
 
 impl Drop for NativeRecorder {

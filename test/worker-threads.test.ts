@@ -28,7 +28,7 @@ interface Case {
   kinds: string[];
   layout: 'compacted' | 'readable';
   /** process_exit: data.code and data.ended_by. */
-  exitEvent?: { code: number; endedBy: 'worker' | 'main_thread' };
+  exitEvent?: { code: number | null; endedBy: 'worker' | 'main_thread' | 'terminated' };
   signal?: NodeJS.Signals;
   /** The main thread's stdout lines (without rlprobe too). */
   mainSays?: string;
@@ -85,6 +85,24 @@ const CASES: Case[] = [
     kinds: ['checkpoint', 'process_exit'],
     layout: 'compacted',
     exitEvent: { code: 1, endedBy: 'main_thread' },
+  },
+  {
+    // no JS runs in the worker any more: the native environment teardown closes it
+    name: 'worker.terminate() while the worker records',
+    scenario: 'terminate',
+    exit: { code: 0, signal: null },
+    kinds: ['checkpoint', 'process_exit'],
+    layout: 'compacted',
+    exitEvent: { code: null, endedBy: 'terminated' },
+    mainSays: 'worker exit 1',
+  },
+  {
+    name: 'process.exit(4) in a main thread that never loaded rlprobe',
+    scenario: 'bare-main-exit4',
+    exit: { code: 4, signal: null },
+    kinds: ['checkpoint', 'process_exit'],
+    layout: 'compacted',
+    exitEvent: { code: null, endedBy: 'terminated' },
   },
   {
     name: 'SIGTERM to the process while the worker records',

@@ -18,6 +18,10 @@
  *   main-throw      once the worker has logged, the main thread throws
  *   main-signal     once the worker has logged, the main thread prints "ready" and waits
  *                   for the parent's SIGTERM
+ *   terminate       once the worker has logged, the main thread calls worker.terminate()
+ *                   and then ends
+ *   bare-main-exit4 as main-exit4, but the main thread never loads rlprobe (only the worker
+ *                   does), so nothing relays the main thread's ending
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
@@ -48,7 +52,7 @@ async function runMain(): Promise<void> {
   }
   const disabled = process.env.RLPROBE_TEST_DISABLE === '1';
   // loaded before the worker starts: the worker inherits what rlprobe shares with it
-  if (!disabled) await import('../../ts/index.js');
+  if (!disabled && scenario !== 'bare-main-exit4') await import('../../ts/index.js');
   const job: Job = { runDir, scenario, steps: Number(stepsArg), disabled };
   const worker = new Worker(WORKER_BOOT, { eval: true, workerData: job, argv: [import.meta.resolve('tsx/esm/api'), import.meta.url] });
   worker.on('error', (e) => console.log(`worker error: ${e.message}`));
@@ -63,6 +67,7 @@ async function runMain(): Promise<void> {
     console.log('worker logged');
     switch (scenario) {
       case 'main-exit4':
+      case 'bare-main-exit4':
         process.exit(4);
       // falls through (unreachable)
       case 'main-natural':
@@ -70,6 +75,9 @@ async function runMain(): Promise<void> {
         break;
       case 'main-throw':
         throw new Error('boom-in-main');
+      case 'terminate':
+        void worker.terminate();
+        break;
       case 'main-signal': {
         // rlprobe hooks the main thread's signals when it hears of the worker's recorder
         const poll = setInterval(() => {

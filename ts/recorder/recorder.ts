@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isMainThread, threadId } from 'node:worker_threads';
 
 import { RlprobeError, native } from '../errors.js';
 import { NativeRecorder, pushStep, stepColumnKind, writeFileAtomic } from '../native.js';
@@ -273,6 +274,9 @@ export class Recorder implements CrashHookTarget {
           queueCapacity: this.options.queueCapacity,
           sampleQueueBytes: this.options.sampleQueueBytes,
           liveDoctor: live ? { minEvery: this.options.doctor.evaluateEvery, ...importHints(this.options.manifestExtra) } : undefined,
+          // a worker's last resort when no JS runs to close it (see close_on_teardown)
+          closeOnTeardown: !isMainThread && this.options.installHandlers,
+          threadId,
         }),
     );
     this.native = nativeRecorder;

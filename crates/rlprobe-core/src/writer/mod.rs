@@ -642,6 +642,12 @@ impl Recorder {
         self.shared.snapshot()
     }
 
+    /// Close was asked for (it may still be running), or the writer has finished.
+    pub fn is_stopping(&self) -> bool {
+        let c = lock(&self.shared.control);
+        c.stop.is_some() || c.finished.is_some()
+    }
+
     pub fn last_error(&self) -> Option<String> {
         lock(&self.shared.control).last_error.clone()
     }
