@@ -54,7 +54,11 @@ throw new Error('boom at step 6');
 const KILL_SCRIPT = `
 import { Recorder } from ${JSON.stringify(INDEX_TS)};
 const rec = new Recorder(process.argv[1], { runId: 'cli-killed', installHandlers: false, flushSteps: 4, flushIntervalMs: 3600000, captureEnvironment: false });
-for (let step = 0; step < 10; step++) rec.logStep({ step, loss: step });
+// three parts of 4, 4 and 2 steps (a backlog would go out as one part)
+for (let step = 0; step < 10; step++) {
+  rec.logStep({ step, loss: step });
+  if (step % 4 === 3) rec.flushSync(30000);
+}
 rec.logEvent('checkpoint', { step: 9, message: 'before the kill' });
 if (!rec.flushSync(30000)) process.exit(3);
 process.kill(process.pid, 'SIGKILL');
