@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-
 import { RunEventSchema } from '../schema/event.js';
 import type { RunEvent } from '../schema/event.js';
+import { readRegularFile } from './regular-file.js';
 
 export interface EventsRead {
   events: RunEvent[];
@@ -11,16 +10,12 @@ export interface EventsRead {
 
 /**
  * Reads events.jsonl. A line that does not parse as an event — typically the torn last
- * line of a crashed writer — is skipped and counted, never fatal.
+ * line of a crashed writer — is skipped and counted, never fatal. A missing file has no
+ * events; one that is not a regular file (a FIFO, a directory…) throws RLPROBE_IO naming it.
  */
 export function readEventsFile(file: string, migrate?: (raw: Record<string, unknown>) => Record<string, unknown>): EventsRead {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { events: [], skippedLines: 0 };
-    throw error;
-  }
+  const text = readRegularFile(file, 'RLPROBE_IO', 'move it out of the run directory to read the rest (the run has no readable events then)');
+  if (text === null) return { events: [], skippedLines: 0 };
   const events: RunEvent[] = [];
   let skippedLines = 0;
   for (const line of text.split('\n')) {

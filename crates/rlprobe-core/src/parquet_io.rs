@@ -106,7 +106,10 @@ impl ParquetFile {
     /// Opens `path`. A missing file stays `NotFound` (the callers' retry); any other
     /// failure names the file and says what is wrong and what to do.
     pub fn open(path: &Path) -> io::Result<ParquetFile> {
-        let file = open_regular(path)?;
+        let file = open_regular(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => e,
+            kind => io::Error::new(kind, format!("{e}; move it out of the run directory to read the rest")),
+        })?;
         let len = file.metadata().map_err(|e| damaged(path, e))?.len();
         let footer = crate::footer_cache::footer(path, &file, len).map_err(|e| damaged(path, e))?;
         Ok(ParquetFile { path: path.to_path_buf(), file, len, footer })

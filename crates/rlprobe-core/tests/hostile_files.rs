@@ -192,6 +192,7 @@ fn a_file_that_is_not_regular_fails_at_once_naming_it_and_the_other_surfaces_sti
             let msg = damaged.unwrap_or_else(|| panic!("{case}: read without an error"));
             assert!(msg.contains(&target.display().to_string()), "{case}: names the file: {msg}");
             assert!(msg.contains(called), "{case}: says what it is ({called}): {msg}");
+            assert!(msg.contains("move it out of the run directory"), "{case}: says what to do: {msg}");
             if !surface.starts_with("steps") {
                 assert_eq!(steps.as_ref().map(|s| s.len()), Ok(30), "{case}: steps still read");
             }
