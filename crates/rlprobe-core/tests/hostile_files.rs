@@ -404,6 +404,27 @@ fn a_shard_copied_from_another_run_does_not_hide_this_runs_samples() {
 }
 
 #[test]
+fn a_lone_shard_of_another_runs_compaction_is_foreign_not_an_interrupted_compaction() {
+    // run A's compaction of its part-00033 wrote two shards (4,200 samples); its second
+    // lands in B (whose parts have other names: no name conflict to tell)
+    let a = tempdir("other-two-shards");
+    write_batch_file(&a.join(SAMPLES_DIR).join(part_name(33)), &sample_batch(1000..3100, 2));
+    compact_samples(&a).unwrap();
+    let b = sample_run("lone-shard");
+    let expected = sample_ids(&b);
+    let copied = b.join(SAMPLES_DIR).join(shard_name(1));
+    fs::copy(a.join(SAMPLES_DIR).join(shard_name(1)), &copied).unwrap();
+    assert_eq!(sample_ids(&b), expected);
+    let sources = open_sample_sources(&b).unwrap();
+    listed(&sources.foreign, &copied, "the parts they list are not");
+    assert!(sources.incomplete_shards.is_empty());
+    // so compaction leaves it alone (an interrupted compaction's shards it would delete)
+    compact_samples(&b).unwrap();
+    assert!(copied.exists());
+    assert_eq!(sample_ids(&b), expected);
+}
+
+#[test]
 fn a_compacted_steps_table_of_another_run_does_not_hide_this_runs_parts() {
     let a = tempdir("other-steps");
     write_steps_file(&a.join(STEPS_PARTS_DIR).join(part_name(0)), 100..110);

@@ -10,7 +10,7 @@
 //! recorder did not write, copies, and a compaction of another run's parts are skipped and
 //! listed (stream_files.rs); a damaged part fails the read naming it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -105,6 +105,10 @@ fn group_conflicts(groups: &HashMap<String, Group>, parts: &[ParquetFile]) -> Ha
     out
 }
 
+fn file_name(path: &Path) -> String {
+    path.file_name().unwrap_or_default().to_string_lossy().to_string()
+}
+
 /// Opens the sample files of `run_dir` (retrying if a compaction moves them meanwhile).
 pub fn open_sample_sources(run_dir: &Path) -> io::Result<SampleSources> {
     crate::atomic::retry_while_files_move(|| try_open(run_dir))
@@ -116,6 +120,8 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
     // absorbed (skipped, its shards read). Shards first would miss both: the old listing
     // lacks the new shards, and the parts are gone by the time they are listed.
     let listed = open_parts(&dir, Stream::Samples, None)?;
+    // every part file on disk, readable or not: an interrupted compaction's parts are all here
+    let on_disk: HashSet<String> = listed.parts.iter().map(|(_, f)| f.name()).chain(listed.damaged.iter().map(|(_, d)| file_name(&d.path))).collect();
     let mut out = SampleSources { foreign: listed.foreign, ..Default::default() };
     out.next_part = listed.max_index.map_or(0, |i| i + 1);
     let mut shards = Vec::new();
@@ -165,7 +171,12 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
                 absorbed.extend(s.absorbed.clone());
                 kept.push(s);
             }
-            Some(_) => out.incomplete_shards.push(s.file.path.clone()),
+            // ours only if every part it lists is still here (deleted only once it is complete)
+            Some((id, _)) if groups[id].absorbed.ids.keys().all(|n| on_disk.contains(n)) => out.incomplete_shards.push(s.file.path.clone()),
+            Some((id, count)) => out.foreign.push(SkippedFile {
+                path: s.file.path.clone(),
+                reason: format!("not a shard of this run: {} of the {count} shard(s) from {id} are here, and the parts they list are not", groups[id].present),
+            }),
         }
     }
     out.next_part = out.next_part.max(absorbed.next_part());
@@ -181,7 +192,7 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
         }
     }
     for (_, d) in listed.damaged {
-        let name = d.path.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let name = file_name(&d.path);
         // a damaged part a complete compaction holds costs nothing: compaction deletes it
         if absorbed.contains(&name) {
             out.absorbed_leftovers.push(PartRef { path: d.path, file_id: None });
