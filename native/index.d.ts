@@ -281,6 +281,10 @@ export interface NativeSampleFiles {
   absorbedLeftovers: number
   /** Shards of a compaction that never finished (ignored by readers). */
   incompleteShards: number
+  /** Files in samples/ the recorder did not write (or copies): skipped. */
+  foreign: Array<NativeSkippedFile>
+  /** Parts that cannot be read: reading the samples fails on them. */
+  damaged: Array<NativeSkippedFile>
 }
 
 export interface NativeSampleFilter {
@@ -311,6 +315,21 @@ export interface NativeSkipped {
   detector: string
   codes: Array<string>
   reason: string
+}
+
+/** A file readers skip (foreign) or cannot read (damaged), and why. */
+export interface NativeSkippedFile {
+  path: string
+  reason: string
+}
+
+export interface NativeSpanFiles {
+  /** The span files read (compacted file, then live parts), without captured trials'. */
+  files: Array<string>
+  /** Files in spans/ the recorder did not write (or copies): skipped. */
+  foreign: Array<NativeSkippedFile>
+  /** Parts that cannot be read: reading the spans fails on them. */
+  damaged: Array<NativeSkippedFile>
 }
 
 export interface NativeSpanFilter {
@@ -353,6 +372,10 @@ export interface NativeStepFiles {
   files: Array<NativeStepFile>
   /** Parts already inside steps.parquet but still on disk (an interrupted compaction). */
   absorbedLeftovers: number
+  /** Files in steps/ the recorder did not write (or copies): skipped. */
+  foreign: Array<NativeSkippedFile>
+  /** Parts that cannot be read: reading the steps fails on them. */
+  damaged: Array<NativeSkippedFile>
 }
 
 export interface NativeStepTable {
@@ -373,7 +396,10 @@ export declare function readSpans(runDir: string, filter: NativeSpanFilter): Nat
 /** Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`. */
 export declare function readSteps(runDir: string, columns?: Array<string> | undefined | null): NativeStepTable
 
-/** The files holding a run directory's samples (not its rank sub-directories). */
+/**
+ * The files holding a run directory's samples (not its rank sub-directories), and the
+ * files skipped as foreign or damaged.
+ */
 export declare function sampleFiles(runDir: string): NativeSampleFiles
 
 /**
@@ -391,6 +417,9 @@ export declare function selectSamplesSync(rewards: Float64Array, sampling: Nativ
 /** Spans per kind in a run directory, with how many are open and how many ended in error. */
 export declare function spanCounts(runDir: string): Array<NativeSpanKindCount>
 
+/** The files holding a run directory's spans, and the files skipped as foreign or damaged. */
+export declare function spanFiles(runDir: string): NativeSpanFiles
+
 /** The run's step columns (union over its files, from the footers alone), in table order. */
 /**
  * The kind of the column a step-record key lands in ("f64", "i64", "list_f64"),
@@ -406,7 +435,10 @@ export declare function stepColumns(runDir: string): Array<NativeFieldSpec>
  */
 export declare function stepFieldSpecs(): Array<NativeFieldSpec>
 
-/** The files that hold a run's steps, with row counts from their footers. */
+/**
+ * The files that hold a run's steps, with row counts from their (verified) footers, and
+ * the files skipped as foreign or damaged.
+ */
 export declare function stepFiles(runDir: string): NativeStepFiles
 
 /**

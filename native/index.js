@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, stepColumnKind, stepColumns, stepFieldSpecs, stepFiles, writeCaptureSpans, writeFileAtomic } = nativeBinding
+const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, spanFiles, stepColumnKind, stepColumns, stepFieldSpecs, stepFiles, writeCaptureSpans, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { NativeSampleCursor }
 export { compactSamples }
@@ -790,6 +790,7 @@ export { sampleFiles }
 export { selectSamplesAsync }
 export { selectSamplesSync }
 export { spanCounts }
+export { spanFiles }
 export { stepColumnKind }
 export { stepColumns }
 export { stepFieldSpecs }

@@ -32,6 +32,17 @@ pub(crate) fn io_err(e: std::io::Error) -> Error {
     }
 }
 
+/// A file readers skip (foreign) or cannot read (damaged), and why.
+#[napi(object)]
+pub struct NativeSkippedFile {
+    pub path: String,
+    pub reason: String,
+}
+
+pub(crate) fn skipped(files: &[rlprobe_core::stream_files::SkippedFile]) -> Vec<NativeSkippedFile> {
+    files.iter().map(|f| NativeSkippedFile { path: f.path.display().to_string(), reason: f.reason.clone() }).collect()
+}
+
 #[napi(object)]
 pub struct NativeCompactReport {
     pub parts_merged: u32,

@@ -12,7 +12,7 @@ use napi_derive::napi;
 use rlprobe_core::samples::select::call_seed;
 use rlprobe_core::samples::{select_samples, SampleCursor, SampleFilter, SamplingConfig};
 
-use crate::{err, io_err, NativeCompactReport};
+use crate::{err, io_err, skipped, NativeCompactReport, NativeSkippedFile};
 
 #[napi(object)]
 pub struct NativeSampling {
@@ -89,22 +89,28 @@ pub struct NativeSampleFiles {
     pub absorbed_leftovers: u32,
     /// Shards of a compaction that never finished (ignored by readers).
     pub incomplete_shards: u32,
+    /// Files in samples/ the recorder did not write (or copies): skipped.
+    pub foreign: Vec<NativeSkippedFile>,
+    /// Parts that cannot be read: reading the samples fails on them.
+    pub damaged: Vec<NativeSkippedFile>,
 }
 
-/// The files holding a run directory's samples (not its rank sub-directories).
+/// The files holding a run directory's samples (not its rank sub-directories), and the
+/// files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn sample_files(run_dir: String) -> Result<NativeSampleFiles> {
     let s = rlprobe_core::samples::files::open_sample_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
-    let mut files = Vec::new();
-    for f in &s.files {
-        let bytes = f.file.metadata().map_err(io_err)?.len() as f64;
-        let rows = rlprobe_core::parquet_io::row_count(f.file.try_clone().map_err(io_err)?).map_err(io_err)? as f64;
-        files.push(NativeSampleFile { path: f.path.display().to_string(), rows, bytes, shard: f.shard });
-    }
+    let files = s
+        .files
+        .iter()
+        .map(|f| NativeSampleFile { path: f.file.path.display().to_string(), rows: f.file.rows() as f64, bytes: f.file.len as f64, shard: f.shard })
+        .collect();
     Ok(NativeSampleFiles {
         files,
         absorbed_leftovers: s.absorbed_leftovers.len() as u32,
         incomplete_shards: s.incomplete_shards.len() as u32,
+        foreign: skipped(&s.foreign),
+        damaged: skipped(&s.damaged),
     })
 }
 

@@ -9,7 +9,7 @@ use napi_derive::napi;
 use rlprobe_core::spans::{read_spans as core_read_spans, span_counts as core_span_counts, SpanFilter};
 
 use crate::samples::{to_js_with_dicts, NativeSampleBatch};
-use crate::{io_err, NativeCompactReport};
+use crate::{io_err, skipped, NativeCompactReport, NativeSkippedFile};
 
 #[napi(object)]
 pub struct NativeSpanFilter {
@@ -75,6 +75,27 @@ pub fn span_counts(run_dir: String) -> Result<Vec<NativeSpanKindCount>> {
         .into_iter()
         .map(|c| NativeSpanKindCount { kind: c.kind, spans: c.spans as f64, open: c.open as f64, error: c.error as f64 })
         .collect())
+}
+
+#[napi(object)]
+pub struct NativeSpanFiles {
+    /// The span files read (compacted file, then live parts), without captured trials'.
+    pub files: Vec<String>,
+    /// Files in spans/ the recorder did not write (or copies): skipped.
+    pub foreign: Vec<NativeSkippedFile>,
+    /// Parts that cannot be read: reading the spans fails on them.
+    pub damaged: Vec<NativeSkippedFile>,
+}
+
+/// The files holding a run directory's spans, and the files skipped as foreign or damaged.
+#[napi(catch_unwind)]
+pub fn span_files(run_dir: String) -> Result<NativeSpanFiles> {
+    let s = rlprobe_core::spans::read::open_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    Ok(NativeSpanFiles {
+        files: s.sources.iter().map(|f| f.file.path.display().to_string()).collect(),
+        foreign: skipped(&s.foreign),
+        damaged: skipped(&s.damaged),
+    })
 }
 
 /// Merges a run's span parts into `spans/spans.parquet`, each span once (atomic, idempotent).

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use rlprobe_core::schema::{ColumnKind, FIXED_STEP_COLUMNS, STEP_FIELDS};
-use rlprobe_core::steps_files::{compacted_footer, open_step_sources};
+use rlprobe_core::steps_files::open_step_sources;
 use rlprobe_core::table::ColumnValues;
 
-use crate::{io_err, NativeCompactReport};
+use crate::{io_err, skipped, NativeCompactReport, NativeSkippedFile};
 
 /// Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe).
 #[napi(catch_unwind)]
@@ -106,23 +106,28 @@ pub struct NativeStepFiles {
     pub files: Vec<NativeStepFile>,
     /// Parts already inside steps.parquet but still on disk (an interrupted compaction).
     pub absorbed_leftovers: u32,
+    /// Files in steps/ the recorder did not write (or copies): skipped.
+    pub foreign: Vec<NativeSkippedFile>,
+    /// Parts that cannot be read: reading the steps fails on them.
+    pub damaged: Vec<NativeSkippedFile>,
 }
 
-/// The files that hold a run's steps, with row counts from their footers.
+/// The files that hold a run's steps, with row counts from their (verified) footers, and
+/// the files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn step_files(run_dir: String) -> Result<NativeStepFiles> {
     let sources = open_step_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
-    let mut files = Vec::new();
-    for s in &sources.sources {
-        let bytes = s.file.metadata().map_err(io_err)?.len() as f64;
-        let rows = rlprobe_core::parquet_io::row_count(s.file.try_clone().map_err(io_err)?).map_err(io_err)? as f64;
-        files.push(NativeStepFile { path: s.path.display().to_string(), rows, bytes, compacted: s.compacted });
-    }
-    if let Some(first) = sources.sources.first().filter(|s| s.compacted) {
-        // surfaces a corrupt footer here rather than later
-        compacted_footer(&first.file).map_err(io_err)?;
-    }
-    Ok(NativeStepFiles { files, absorbed_leftovers: sources.absorbed_leftovers.len() as u32 })
+    let files = sources
+        .sources
+        .iter()
+        .map(|s| NativeStepFile { path: s.file.path.display().to_string(), rows: s.file.rows() as f64, bytes: s.file.len as f64, compacted: s.compacted })
+        .collect();
+    Ok(NativeStepFiles {
+        files,
+        absorbed_leftovers: sources.absorbed_leftovers.len() as u32,
+        foreign: skipped(&sources.foreign),
+        damaged: skipped(&sources.damaged),
+    })
 }
 
 /// The run's step columns (union over its files, from the footers alone), in table order.

@@ -16,7 +16,7 @@ export type { EndOptions, SpanKind, SpanOptions, SpanStatus } from './recorder/s
 export type { UnitCoords } from './recorder/ambient.js';
 export { keyedSpanId } from './recorder/span-id.js';
 export { RunReader } from './reader/run-reader.js';
-export type { StepFileInfo, StepLayout } from './reader/run-reader.js';
+export type { FileSurface, SkippedRunFile, StepFileInfo, StepLayout } from './reader/run-reader.js';
 export { RunView } from './reader/run-view.js';
 export { compactRun } from './compact.js';
 export { diagnose } from './doctor/diagnose.js';

@@ -1,7 +1,8 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
 
 import { RunEventSchema } from '../schema/event.js';
 import type { RunEvent } from '../schema/event.js';
+import { openRegularFile } from './regular-file.js';
 
 export interface EventsRead {
   events: RunEvent[];
@@ -38,16 +39,13 @@ const NEWLINE = 0x0a;
  * file larger than V8's longest string reads like a small one. Splitting on the byte 0x0A
  * is safe in UTF-8 (it never occurs inside a multi-byte character). A line over
  * `MAX_EVENT_LINE_BYTES` is yielded as null (its bytes are dropped as they are read).
- * Yields nothing for a file that does not exist.
+ * Yields nothing for a file that does not exist; anything but a regular file throws
+ * RLPROBE_IO naming it.
  */
 export function* fileLines(file: string, chunkBytes = EVENTS_CHUNK_BYTES): Generator<string | null> {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
+  // a FIFO or /dev/zero in its place must not hang the reader: regular files only
+  const fd = openRegularFile(file, 'RLPROBE_IO', 'move it out of the run directory to read the rest (the run has no readable events then)');
+  if (fd === null) return;
   try {
     const chunk = Buffer.allocUnsafe(Math.max(1, chunkBytes));
     // the start of a line that continues into the next chunk

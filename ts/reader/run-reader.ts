@@ -1,9 +1,9 @@
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { readSteps, sampleFiles, stepColumns, stepFiles } from '../native.js';
-import type { NativeStepTable } from '../native.js';
+import { readSteps, sampleFiles, spanFiles, stepColumns, stepFiles } from '../native.js';
+import type { NativeSkippedFile, NativeStepTable } from '../native.js';
 import type { RunEvent } from '../schema/event.js';
 import { RunManifestSchema } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
@@ -11,6 +11,7 @@ import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { StoredStepRecord } from '../schema/step-record.js';
 import { readEventsFile, streamEventsFile } from './events-file.js';
 import type { EventsDiagnostics, EventsRead } from './events-file.js';
+import { readRegularFile } from './regular-file.js';
 import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
 import { RunView } from './run-view.js';
@@ -75,6 +76,20 @@ export interface StepFileInfo {
   compacted: boolean;
 }
 
+/** The tables of a recording kept in Parquet files. */
+export type FileSurface = 'steps' | 'samples' | 'spans';
+
+/**
+ * A file readers skip (foreign: not written by the recorder there, or a copy) or cannot
+ * read (damaged), and why.
+ */
+export interface SkippedRunFile {
+  surface: FileSurface;
+  rank: number;
+  path: string;
+  reason: string;
+}
+
 /**
  * Reads a recording — cleanly closed, still live, or crashed. Steps are read each exactly
  * once whatever the layout (compacted, part files, or the mix a crash mid-compaction
@@ -99,12 +114,14 @@ export class RunReader {
   static open(runDir: string, options: OpenOptions = {}): RunReader {
     const dir = path.resolve(runDir);
     const file = path.join(dir, 'manifest.json');
-    if (!existsSync(file)) {
+    // a FIFO, a directory or a symlink loop in its place: RLPROBE_BAD_MANIFEST naming it
+    const text = readRegularFile(file, 'RLPROBE_BAD_MANIFEST', 'a run directory needs its manifest.json as a regular file: restore it from a copy');
+    if (text === null) {
       throw new RlprobeError('RLPROBE_NOT_A_RUN', `not a run directory (no manifest.json): ${dir}`);
     }
     let raw: unknown;
     try {
-      raw = JSON.parse(readFileSync(file, 'utf8'));
+      raw = JSON.parse(text);
     } catch (error) {
       throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file} is not valid JSON: ${(error as Error).message}`);
     }
@@ -131,6 +148,45 @@ export class RunReader {
     const parts = info.files.some((f) => !f.compacted) || info.absorbedLeftovers > 0;
     const layout: StepLayout = compacted && parts ? 'mixed' : compacted ? 'compacted' : parts ? 'parts' : 'empty';
     return { files: info.files, absorbedLeftovers: info.absorbedLeftovers, layout };
+  }
+
+  /**
+   * Files skipped by every read: in `steps/` (rank 0, whose steps are read), `samples/` and
+   * `spans/` (every rank), files the recorder did not write there, a table of another
+   * stream, a copy of another file (read once), a compaction of another run's parts.
+   */
+  foreignFiles(): SkippedRunFile[] {
+    return this.skippedFiles().foreign;
+  }
+
+  /**
+   * Files that cannot be read (not a regular file, a damaged footer): reading their table
+   * fails naming them. A directory whose listing itself fails (a damaged compacted file)
+   * is listed with that error, under the directory's path.
+   */
+  damagedFiles(): SkippedRunFile[] {
+    return this.skippedFiles().damaged;
+  }
+
+  private skippedFiles(): { foreign: SkippedRunFile[]; damaged: SkippedRunFile[] } {
+    const foreign: SkippedRunFile[] = [];
+    const damaged: SkippedRunFile[] = [];
+    const listing = (surface: FileSurface, rank: number, dir: string, list: () => { foreign: NativeSkippedFile[]; damaged: NativeSkippedFile[] }) => {
+      try {
+        const l = native(list);
+        for (const f of l.foreign) foreign.push({ surface, rank, path: f.path, reason: f.reason });
+        for (const f of l.damaged) damaged.push({ surface, rank, path: f.path, reason: f.reason });
+      } catch (error) {
+        if (!(error instanceof RlprobeError)) throw error;
+        damaged.push({ surface, rank, path: surface === 'steps' ? dir : path.join(dir, surface), reason: error.message });
+      }
+    };
+    listing('steps', 0, this.runDir, () => stepFiles(this.runDir));
+    for (const { rank, dir } of this.sampleDirs(null)) {
+      listing('samples', rank, dir, () => sampleFiles(dir));
+      listing('spans', rank, dir, () => spanFiles(dir));
+    }
+    return { foreign, damaged };
   }
 
   /** The files holding steps, in read order, with footer row counts. */

@@ -13,8 +13,10 @@ import type { Diagnosis } from '../doctor/diagnose.js';
 import type { Finding, Severity } from '../doctor/finding.js';
 import { align, diffRuns, gather } from '../diff/run-diff.js';
 import type { RunDiff } from '../diff/run-diff.js';
-import type { RunReader } from '../reader/run-reader.js';
+import type { RunReader, SkippedRunFile } from '../reader/run-reader.js';
 import type { RunView } from '../reader/run-view.js';
+import { SurfaceReads } from '../reader/surface-reads.js';
+import type { DamagedSurface } from '../reader/surface-reads.js';
 import type { RunEvent } from '../schema/event.js';
 import type { RunManifest } from '../schema/manifest.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
@@ -151,6 +153,14 @@ export interface RunReport {
   trials: ReportTrials;
   events: { total: number; by_kind: Record<string, number>; listed: ReportEvent[] };
   diff: { b: { dir: string; manifest: RunManifest }; result: RunDiff; charts: ReportChart[] } | null;
+  /**
+   * Parts of the run that could not be read (samples, spans, trials, events), with the
+   * error naming the file: shown instead of failing the report. (Damaged steps fail it:
+   * every chart is made of them.)
+   */
+  damaged: DamagedSurface[];
+  /** Files skipped as not the recorder's (or copies). */
+  foreign_files: SkippedRunFile[];
 }
 
 /** Where (by step) an event without one happened: the last step logged at or before it. */
@@ -261,6 +271,8 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
   const progress = (what: string) => options.onProgress?.(stage++, stages, what);
 
   progress('reading steps, diagnosing');
+  const reads = new SurfaceReads();
+  for (const d of reader.damagedFiles()) if (d.surface !== 'steps') reads.mark(d.surface, d.reason);
   const diagnosisP = diagnoseAsync(reader, { samples: withSamples });
   // a rejected diagnosis must not go unhandled while the steps are read
   diagnosisP.catch(() => undefined);
@@ -285,7 +297,7 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
   progress('reading samples');
   const range = extent(view.steps);
   // needs no findings: read while the pool is still diagnosing
-  const sampled = withSamples && !options.steps?.length ? reader.sampledSteps() : [];
+  const sampled = withSamples && !options.steps?.length ? reads.attempt('samples', [], () => reader.sampledSteps()) : [];
   const diagnosis = await diagnosisP;
   findingMarks(charts, diagnosis.findings);
   let forensics: StepSamples[] = [];
@@ -293,18 +305,19 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
   if (withSamples) {
     const chosen = chooseSteps(diagnosis.findings, sampled, options.steps);
     // one pass over the sample files for the shown steps and the evidence together
-    const byStep = samplesAt(reader, [...chosen.map((c) => c.step), ...evidenceSteps(diagnosis.findings)]);
+    const byStep = reads.attempt('samples', new Map<number, StoredSampleRecord[]>(), () => samplesAt(reader, [...chosen.map((c) => c.step), ...evidenceSteps(diagnosis.findings)]));
     forensics = stepSamples(chosen, byStep, options.samplesPerReason ?? 4);
     evidence = Object.fromEntries(evidenceSamples(diagnosis.findings, byStep));
   }
-  const sampleCount = reader.sampleFiles().reduce((n, f) => n + f.rows, 0);
-  const spanCounts = reader.spanCounts();
+  const sampleCount = reads.attempt('samples', 0, () => reader.sampleFiles().reduce((n, f) => n + f.rows, 0));
+  const spanCounts = reads.attempt('spans', [], () => reader.spanCounts());
   const shownSamples = [...forensics.flatMap((f) => f.samples), ...Object.values(evidence)];
-  const sampleSpans: SampleSpans = spanCounts.length ? sampleSpanTrees(reader, shownSamples) : { rootOf: {}, trees: {} };
-  const trials = trialLinks(reader, [...forensics.map((f) => f.step), ...shownSamples.map((x) => x.step)]);
+  const noSpans: SampleSpans = { rootOf: {}, trees: {} };
+  const sampleSpans = spanCounts.length ? reads.attempt('spans', noSpans, () => sampleSpanTrees(reader, shownSamples)) : noSpans;
+  const trials = reads.attempt('trials', { total: 0, at: {} }, () => trialLinks(reader, [...forensics.map((f) => f.step), ...shownSamples.map((x) => x.step)]));
 
   progress('reading events');
-  const events = reader.events();
+  const events = reads.attempt('events', [], () => reader.events());
   const at = stepAtTime(view.steps, view.series('timestamp'));
   // keyed by event kinds, which any writer can set: no prototype to collide with
   const byKind = Object.create(null) as Record<string, number>;
@@ -346,5 +359,7 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
     trials,
     events: { total: events.length, by_kind: byKind, listed },
     diff,
+    damaged: reads.damaged,
+    foreign_files: reader.foreignFiles(),
   };
 }

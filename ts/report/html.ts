@@ -63,6 +63,15 @@ function header(r: RunReport): string {
   );
 }
 
+/** Parts of the run that could not be read, and files skipped as foreign: said first. */
+function damagedBlock(r: RunReport): string {
+  const items = [
+    ...r.damaged.map((d) => `<li><b>${esc(d.surface)}</b> could not be read (shown without them): ${esc(d.error)}</li>`),
+    ...r.foreign_files.map((f) => `<li><b>skipped</b> <code>${esc(f.path)}</code> (${esc(f.surface)}): ${esc(f.reason)}</li>`),
+  ];
+  return items.length ? `<div class="damaged"><ul>${items.join('')}</ul></div>` : '';
+}
+
 function nav(r: RunReport): string {
   const links: Array<[string, string]> = [
     ['findings', `Findings (${r.diagnosis.findings.length})`],
@@ -273,7 +282,7 @@ export function renderHtml(r: RunReport): string {
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
     `<link rel="icon" href="data:,"><title>${esc(r.run.manifest.run_id)} · rlprobe report</title>` +
     `<style>${a.uplotCss}</style><style>${a.clientCss}</style></head><body>` +
-    header(r) + nav(r) + findingsSection(r) + chartsSection(r) + forensicsSection(r) + eventsSection(r) + diffSection(r, r.charts.length) + runSection(r) +
+    header(r) + damagedBlock(r) + nav(r) + findingsSection(r) + chartsSection(r) + forensicsSection(r) + eventsSection(r) + diffSection(r, r.charts.length) + runSection(r) +
     `<script type="application/json" id="report-data">${scriptJson(clientData(r))}</script>` +
     `<script>${a.uplotJs}</script><script>${a.clientJs}</script></body></html>\n`
   );

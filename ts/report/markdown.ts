@@ -49,6 +49,8 @@ export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): str
       `${r.run.rows ? ` (${r.run.first_step}–${r.run.last_step})` : ''} · ${r.run.samples.toLocaleString('en-US')} samples · ${r.run.status.summary}`,
   );
   out.push('', options.htmlLink ? `Charts, samples and evidence: [HTML report](${options.htmlLink})` : `Charts, samples and evidence: \`probe report ${r.run.dir} --out report.html\``, '');
+  for (const d of r.damaged) out.push(`> **Damaged: ${d.surface}** could not be read (shown without it): ${cell(d.error)}`, '');
+  if (r.foreign_files.length) out.push(`> ${r.foreign_files.length} foreign file(s) skipped: ${r.foreign_files.map((f) => `\`${f.path}\` (${f.surface}): ${cell(f.reason)}`).join('; ')}`, '');
 
   const d = r.diagnosis;
   out.push(`## Findings (${d.findings.length})`, '');

@@ -17,11 +17,12 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::file::metadata::KeyValue;
 
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
-use crate::layout::{COMPACT_LOCK_FILE, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE, STEPS_PARTS_DIR};
-use crate::parquet_io::{arrow_schema, arrow_writer, for_each_batch, to_io};
+use crate::layout::{COMPACT_LOCK_FILE, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE, STEPS_PARTS_DIR};
+use crate::parquet_io::{arrow_writer, to_io, ParquetFile};
 use crate::props::Codec;
 use crate::schema::column_order_key;
-use crate::steps_files::{name_list_json, open_step_sources};
+use crate::steps_files::{open_step_sources, PartRef};
+use crate::stream_files::name_list_json;
 use crate::table::{kind_of_arrow, unify_kinds, ColumnBuf};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -114,23 +115,28 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
     let _lock = lock_run(run_dir)?;
     remove_stray_temps(run_dir, ".steps")?;
     let sources = open_step_sources(run_dir)?;
+    // a damaged part is neither merged nor deleted: the error names it, to be moved aside
+    sources.require_readable()?;
     let mut report = CompactReport::default();
-    let parts: Vec<_> = sources.sources.iter().filter(|s| !s.compacted).collect();
+    let parts: Vec<PartRef> = sources
+        .sources
+        .iter()
+        .filter(|s| !s.compacted)
+        .map(|s| PartRef { path: s.file.path.clone(), file_id: s.file.file_id() })
+        .collect();
+    // Also list the leftovers of an earlier interrupted compaction: the old steps.parquet
+    // held them, this one does too, and they are only deleted after the rename below.
+    // Forgetting them would make them look new if we die in between.
+    let absorbed: Vec<PartRef> = parts.iter().chain(&sources.absorbed_leftovers).cloned().collect();
 
     if !parts.is_empty() {
-        let mut schemas = Vec::new();
-        for s in &sources.sources {
-            schemas.push(arrow_schema(s.file.try_clone()?)?);
-        }
+        let schemas: Vec<SchemaRef> = sources.sources.iter().map(|s| s.file.schema()).collect();
         let schema = union_schema(&schemas)?;
-        // Also list the leftovers of an earlier interrupted compaction: the old
-        // steps.parquet held them, this one does too, and they are only deleted after the
-        // rename below. Forgetting them would make them look new if we die in between.
-        let metadata = absorbed_metadata(parts.iter().map(|s| &s.path).chain(sources.absorbed_leftovers.iter()), sources.next_part);
+        let metadata = absorbed_metadata(&absorbed, sources.next_part);
         publish(run_dir, STEPS_FILE, |file| {
             let mut w = arrow_writer(file, schema.clone(), Codec::default(), metadata)?;
             for s in &sources.sources {
-                for_each_batch(s.file.try_clone()?, |batch| w.write(&conform(&batch, &schema)?).map_err(to_io))?;
+                s.file.for_each_batch(65_536, |batch| w.write(&conform(&batch, &schema)?).map_err(to_io))?;
             }
             let file = w.into_inner().map_err(to_io)?;
             Ok(((), file))
@@ -140,22 +146,24 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
 
     // Delete what steps.parquet now holds: this call's parts and an earlier call's leftovers.
     let parts_dir = run_dir.join(STEPS_PARTS_DIR);
-    remove_absorbed_parts(&parts_dir, parts.iter().map(|s| &s.path).chain(sources.absorbed_leftovers.iter()), true)?;
+    remove_absorbed_parts(&parts_dir, absorbed.iter().map(|p| &p.path), true)?;
     report.leftovers_removed = sources.absorbed_leftovers.len();
     let compacted = run_dir.join(STEPS_FILE);
     if let Ok(meta) = fs::metadata(&compacted) {
         report.bytes = meta.len();
-        report.rows = crate::parquet_io::row_count(File::open(&compacted)?)?;
+        report.rows = ParquetFile::open(&compacted)?.rows();
     }
     Ok(report)
 }
 
 /// The footer of a compacted table: the part files it absorbed (this compaction's parts
-/// and an earlier one's leftovers) and the next part index a writer may use.
-pub fn absorbed_metadata<'a>(absorbed: impl Iterator<Item = &'a std::path::PathBuf>, next_part: u64) -> Vec<KeyValue> {
-    let names: Vec<String> = absorbed.map(|p| p.file_name().unwrap().to_string_lossy().to_string()).collect();
+/// and an earlier one's leftovers), their file ids, and the next part index a writer may use.
+pub fn absorbed_metadata(absorbed: &[PartRef], next_part: u64) -> Vec<KeyValue> {
+    let names: Vec<String> = absorbed.iter().map(|p| p.path.file_name().unwrap().to_string_lossy().to_string()).collect();
+    let ids: Vec<String> = absorbed.iter().map(|p| p.file_id.clone().unwrap_or_default()).collect();
     vec![
         KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
+        KeyValue::new(META_COMPACTED_IDS.to_string(), name_list_json(&ids)),
         KeyValue::new(META_NEXT_PART.to_string(), next_part.to_string()),
     ]
 }

@@ -1,73 +1,102 @@
-//! Parsed Parquet footers, kept per file for the life of the process. A report or a
-//! forensics session asks the reader many small questions (one step's samples, then
+//! Parsed and verified Parquet footers, kept per file for the life of the process. A report
+//! or a forensics session asks the reader many small questions (one step's samples, then
 //! another's); with hundreds of sample shards, re-parsing every footer on every question
 //! cost more than reading the rows. A cached footer is used only when the file's footer
 //! bytes are still exactly the ones parsed: path, inode, size and mtime can all repeat when
 //! compaction replaces a shard within one clock tick, the bytes cannot differ unnoticed.
+//!
+//! A footer carrying our checksum record (checksums.rs) is verified before it is parsed, so
+//! the Parquet decoder never sees a damaged footer of ours. Errors here say what is wrong
+//! with the footer; the caller names the file.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::file::metadata::ParquetMetaDataReader;
 
-use crate::parquet_io::to_io;
+use crate::checksums::{BlockChecksums, CHECKSUMMED_BY};
 
 /// Files remembered; past this the cache starts over (footers are small, runs have fewer files).
 const MAX_FILES: usize = 16_384;
 /// Footers above this are parsed every time rather than held (a very wide file).
 const MAX_FOOTER: u64 = 4 << 20;
 
-type Cache = Mutex<HashMap<PathBuf, (Vec<u8>, ArrowReaderMetadata)>>;
+/// A file's footer: the parsed metadata and, for our files, the block checksums.
+#[derive(Clone)]
+pub struct Footer {
+    pub meta: ArrowReaderMetadata,
+    pub checksums: Option<Arc<BlockChecksums>>,
+}
+
+type Cache = Mutex<HashMap<PathBuf, (Vec<u8>, Footer)>>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The footer's bytes (metadata and its 8-byte trailer), or None when it is not a whole Parquet footer.
-fn footer_bytes(file: &File) -> io::Result<Option<Vec<u8>>> {
-    let len = file.metadata()?.len();
+/// The footer's metadata bytes (without the 8-byte trailer).
+fn metadata_bytes(file: &File, len: u64) -> Result<Vec<u8>, String> {
     if len < 12 {
-        return Ok(None);
+        return Err(format!("{len} bytes: too short for a Parquet file"));
     }
-    // a clone shares the offset, which the Parquet reader never relies on (it seeks per read)
-    let mut f = file.try_clone()?;
-    let mut trailer = [0u8; 8];
-    f.seek(SeekFrom::Start(len - 8))?;
-    f.read_exact(&mut trailer)?;
+    let trailer = read_at(file, len - 8, 8)?;
+    if &trailer[4..] != b"PAR1" {
+        return Err("no Parquet footer (the file does not end in PAR1)".into());
+    }
     let meta_len = u64::from(u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]));
-    if &trailer[4..] != b"PAR1" || meta_len + 8 > len || meta_len > MAX_FOOTER {
-        return Ok(None);
+    if meta_len + 12 > len {
+        return Err(format!("corrupt footer: it says {meta_len} bytes of metadata, the file has {len} bytes in all"));
     }
-    let mut bytes = vec![0u8; meta_len as usize + 8];
-    f.seek(SeekFrom::Start(len - 8 - meta_len))?;
-    f.read_exact(&mut bytes)?;
-    Ok(Some(bytes))
+    read_at(file, len - 8 - meta_len, meta_len as usize)
 }
 
-/// The parsed footer of the open `file` at `path`, parsed again only when its bytes changed.
-pub fn arrow_metadata(path: &Path, file: &File) -> io::Result<ArrowReaderMetadata> {
-    let bytes = footer_bytes(file)?;
-    if let Some(bytes) = &bytes {
-        if let Some((seen, meta)) = cache().lock().unwrap_or_else(|p| p.into_inner()).get(path) {
-            if seen == bytes {
-                return Ok(meta.clone());
-            }
+fn read_at(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, String> {
+    crate::checksums::read_at(file, offset, len).map_err(|e| format!("reading the footer: {e}"))
+}
+
+/// Verifies (when it carries our checksums) and parses a footer's metadata bytes.
+fn parse(metadata: &[u8], len: u64) -> Result<Footer, String> {
+    let checksums = match BlockChecksums::find_in(metadata) {
+        Some(record) => {
+            let record = record?;
+            record.verify_footer(metadata, len)?;
+            Some(Arc::new(record))
+        }
+        None => None,
+    };
+    let parsed = ParquetMetaDataReader::decode_metadata(metadata).map_err(|e| format!("corrupt footer: {e}"))?;
+    // a file of ours that says it is checksummed must carry the record (a flipped bit in
+    // the record's tag would otherwise pass the file off as unchecked)
+    if checksums.is_none() && parsed.file_metadata().created_by().is_some_and(|c| c.contains(CHECKSUMMED_BY)) {
+        return Err("its checksum record is missing or damaged".into());
+    }
+    let meta = ArrowReaderMetadata::try_new(Arc::new(parsed), ArrowReaderOptions::new()).map_err(|e| format!("corrupt footer: {e}"))?;
+    Ok(Footer { meta, checksums })
+}
+
+/// The verified, parsed footer of the open `file` (`len` bytes) at `path`, parsed again only
+/// when its bytes changed.
+pub fn footer(path: &Path, file: &File, len: u64) -> Result<Footer, String> {
+    let bytes = metadata_bytes(file, len)?;
+    if let Some((seen, footer)) = cache().lock().unwrap_or_else(|p| p.into_inner()).get(path) {
+        if *seen == bytes {
+            return Ok(footer.clone());
         }
     }
     // parsed outside the lock: another thread's reads need not wait on this file
-    let meta = ArrowReaderMetadata::load(file, ArrowReaderOptions::new()).map_err(|e| to_io(format!("{}: {e}", path.display())))?;
-    if let Some(bytes) = bytes {
+    let footer = parse(&bytes, len)?;
+    if bytes.len() as u64 <= MAX_FOOTER {
         let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
         if c.len() >= MAX_FILES {
             c.clear();
         }
-        c.insert(path.to_path_buf(), (bytes, meta.clone()));
+        c.insert(path.to_path_buf(), (bytes, footer.clone()));
     }
-    Ok(meta)
+    Ok(footer)
 }
 
 #[cfg(test)]
@@ -77,7 +106,6 @@ mod tests {
 
     fn write(path: &Path, rows: i64) {
         use arrow::array::{Int64Array, RecordBatch};
-        use std::sync::Arc;
         let batch = RecordBatch::try_from_iter([("step", Arc::new(Int64Array::from_iter_values(0..rows)) as _)]).unwrap();
         let tmp = path.with_extension("tmp");
         let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&tmp).unwrap(), batch.schema(), None).unwrap();
@@ -86,18 +114,41 @@ mod tests {
         std::fs::rename(&tmp, path).unwrap();
     }
 
+    fn footer_of(path: &Path) -> Footer {
+        let f = File::open(path).unwrap();
+        footer(path, &f, f.metadata().unwrap().len()).unwrap()
+    }
+
     #[test]
     fn a_file_replaced_under_the_same_name_is_parsed_again() {
         // (same name, and possibly the same inode, size and mtime tick: only the bytes tell)
         let dir = tempdir("footer-cache");
         let path = dir.join("shard-00000.parquet");
         write(&path, 10);
-        let first = arrow_metadata(&path, &File::open(&path).unwrap()).unwrap();
-        assert_eq!(first.metadata().file_metadata().num_rows(), 10);
-        let again = arrow_metadata(&path, &File::open(&path).unwrap()).unwrap();
-        assert!(std::sync::Arc::ptr_eq(first.metadata(), again.metadata()), "the same file is served from the cache");
+        let first = footer_of(&path);
+        assert_eq!(first.meta.metadata().file_metadata().num_rows(), 10);
+        assert!(first.checksums.is_none(), "another writer's file has no checksums of ours");
+        let again = footer_of(&path);
+        assert!(Arc::ptr_eq(first.meta.metadata(), again.meta.metadata()), "the same file is served from the cache");
         write(&path, 25);
-        let replaced = arrow_metadata(&path, &File::open(&path).unwrap()).unwrap();
-        assert_eq!(replaced.metadata().file_metadata().num_rows(), 25);
+        let replaced = footer_of(&path);
+        assert_eq!(replaced.meta.metadata().file_metadata().num_rows(), 25);
+    }
+
+    #[test]
+    fn what_is_wrong_with_a_footer_is_said() {
+        let dir = tempdir("footer-errors");
+        let cases: [(&str, &[u8], &str); 3] = [
+            ("empty", b"", "too short"),
+            ("text", b"not a parquet file at all", "does not end in PAR1"),
+            ("long", b"PAR1\x00\x00\x00\x00\xff\xff\xff\x7fPAR1", "says 2147483647 bytes"),
+        ];
+        for (name, bytes, expected) in cases {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let f = File::open(&path).unwrap();
+            let err = footer(&path, &f, bytes.len() as u64).err().unwrap();
+            assert!(err.contains(expected), "{name}: {err}");
+        }
     }
 }

@@ -37,6 +37,13 @@ pub const COMPACT_LOCK_FILE: &str = ".compact.lock";
 pub const META_COMPACTED_PARTS: &str = "rlprobe.compacted_parts";
 /// Footer key of a compacted table: the next part index a writer may use.
 pub const META_NEXT_PART: &str = "rlprobe.next_part";
+/// Footer key of a compacted table: the file ids of the parts it absorbed (a JSON array in
+/// the order of `rlprobe.compacted_parts`, "" for a part without one), so a part on disk
+/// under a listed name is known to be that part and not another file.
+pub const META_COMPACTED_IDS: &str = "rlprobe.compacted_ids";
+/// Footer key of every file rlprobe writes: an id unique to that file, so a copy of it
+/// under another name is recognised (and read once).
+pub const META_FILE_ID: &str = "rlprobe.file_id";
 
 /// `part-00012.parquet` → 12.
 pub fn part_index(name: &str) -> Option<u64> {
@@ -67,20 +74,45 @@ pub fn list_shards(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
 }
 
 fn list_numbered(dir: &Path, index_of: fn(&str) -> Option<u64>) -> io::Result<Vec<(u64, PathBuf)>> {
+    let listing = list_stream_dir(dir)?;
+    let mut found: Vec<(u64, PathBuf)> = listing.parts.into_iter().chain(listing.shards).collect();
+    found.retain(|(_, p)| index_of(&p.file_name().unwrap_or_default().to_string_lossy()).is_some());
+    found.sort();
+    Ok(found)
+}
+
+/// The entries of a stream directory (`steps/`, `samples/`, `spans/`), sorted by name:
+/// part files, shards, and everything else (which the caller judges). Temporaries of a
+/// publish in progress are ours and not listed.
+#[derive(Debug, Default)]
+pub struct StreamDir {
+    pub parts: Vec<(u64, PathBuf)>,
+    pub shards: Vec<(u64, PathBuf)>,
+    pub others: Vec<PathBuf>,
+}
+
+pub fn list_stream_dir(dir: &Path) -> io::Result<StreamDir> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StreamDir::default()),
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
     };
-    let mut parts = Vec::new();
+    let mut out = StreamDir::default();
     for entry in entries {
         let entry = entry?;
-        if let Some(i) = index_of(&entry.file_name().to_string_lossy()) {
-            parts.push((i, entry.path()));
+        let name = entry.file_name().to_string_lossy().to_string();
+        if let Some(i) = part_index(&name) {
+            out.parts.push((i, entry.path()));
+        } else if let Some(i) = shard_index(&name) {
+            out.shards.push((i, entry.path()));
+        } else if !(name.starts_with('.') && name.contains(crate::atomic::TEMP_MARKER)) {
+            out.others.push(entry.path());
         }
     }
-    parts.sort();
-    Ok(parts)
+    out.parts.sort();
+    out.shards.sort();
+    out.others.sort();
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -99,5 +131,18 @@ mod tests {
         }
         let got: Vec<u64> = list_parts(&dir).unwrap().into_iter().map(|(i, _)| i).collect();
         assert_eq!(got, vec![2, 99999, 100000]);
+    }
+
+    #[test]
+    fn a_stream_listing_keeps_what_it_does_not_recognise_but_not_our_temporaries() {
+        let dir = crate::testutil::tempdir("stream-dir");
+        for name in ["part-00001.parquet", "shard-00000.parquet", "notes.parquet", ".DS_Store", ".part-00002.tmp-1-0"] {
+            fs::write(dir.join(name), b"").unwrap();
+        }
+        fs::create_dir(dir.join("nested")).unwrap();
+        let l = list_stream_dir(&dir).unwrap();
+        assert_eq!(l.parts, vec![(1, dir.join("part-00001.parquet"))]);
+        assert_eq!(l.shards, vec![(0, dir.join("shard-00000.parquet"))]);
+        assert_eq!(l.others, vec![dir.join(".DS_Store"), dir.join("nested"), dir.join("notes.parquet")]);
     }
 }

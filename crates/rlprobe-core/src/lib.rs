@@ -7,7 +7,10 @@
 //! - `table`: columnar buffers shared by writer, reader and binding
 //! - `props`: the single factory of Parquet writer properties
 //! - `parquet_io`, `atomic`, `layout`: files on disk
-//! - `footer_cache`: parsed Parquet footers, reused across reads
+//! - `regular_file`: opening nothing that is not a regular file (a FIFO would hang a read)
+//! - `checksums`: block checksums written into, and verified from, every file we write
+//! - `footer_cache`: verified, parsed Parquet footers, reused across reads
+//! - `stream_files`: which files of a stream directory are ours, foreign or damaged
 //! - `steps_files`: which files hold a run's steps (reads each step once)
 //! - `compact`: atomic, crash-safe compaction of part files
 //! - `events`: the append-only events.jsonl
@@ -17,6 +20,7 @@
 //! - `synth`: a realistic synthetic step table for benchmarks
 
 pub mod atomic;
+pub mod checksums;
 pub mod compact;
 pub mod encoding;
 pub mod events;
@@ -24,11 +28,13 @@ pub mod footer_cache;
 pub mod layout;
 pub mod parquet_io;
 pub mod props;
+pub mod regular_file;
 pub mod ring;
 pub mod samples;
 pub mod spans;
 pub mod schema;
 pub mod steps_files;
+pub mod stream_files;
 pub mod synth;
 pub mod table;
 pub mod wire_cursor;

@@ -1,90 +1,196 @@
-//! Parquet in and out of `Table`s, with our writer properties.
+//! Parquet in and out of `Table`s: every file rlprobe writes goes through `arrow_writer`
+//! (our properties, a file id, block checksums), every file it reads through `ParquetFile`
+//! (a regular file, its footer verified, its blocks verified as they are read, every error
+//! naming the file).
 
 use std::fs::File;
 use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{KeyValue, ParquetMetaData};
 use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::file::metadata::KeyValue;
 
+use crate::checksums::{damaged, CheckedFile, ChecksumSink, META_CHECKSUMS};
+use crate::footer_cache::Footer;
+use crate::layout::META_FILE_ID;
 use crate::props::{writer_properties, Codec};
+use crate::regular_file::open_regular;
 use crate::table::Table;
 
 pub fn to_io(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Writes `table` as one Parquet file into `sink` and hands the sink back.
-pub fn write_table<W: io::Write + Send>(sink: W, table: &Table, codec: Codec, metadata: Vec<KeyValue>) -> io::Result<W> {
-    let batch = table.to_record_batch().map_err(to_io)?;
-    let props = writer_properties(batch.schema().as_ref(), codec, metadata);
-    let mut w = ArrowWriter::try_new(sink, batch.schema(), Some(props)).map_err(to_io)?;
-    w.write(&batch).map_err(to_io)?;
-    w.into_inner().map_err(to_io)
+/// A Parquet writer with our properties whose file carries a unique id and block checksums
+/// (checksums.rs). Used like `ArrowWriter`: `write`, `flush`, then `into_inner`.
+pub struct ParquetWriter<W: io::Write + Send> {
+    w: ArrowWriter<ChecksumSink<W>>,
 }
 
-/// Footer key-value metadata of a Parquet file.
-pub fn footer_metadata_of(file: File) -> io::Result<Vec<(String, String)>> {
-    let reader = SerializedFileReader::new(file).map_err(to_io)?;
-    let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
-    Ok(kv.into_iter().map(|k| (k.key, k.value.unwrap_or_default())).collect())
-}
-
-/// Row count from the footer alone.
-pub fn row_count(file: File) -> io::Result<u64> {
-    let reader = SerializedFileReader::new(file).map_err(to_io)?;
-    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
-}
-
-/// The Arrow schema of a Parquet file (from its footer).
-pub fn arrow_schema(file: File) -> io::Result<SchemaRef> {
-    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(to_io)?;
-    Ok(b.schema().clone())
-}
-
-/// Reads a Parquet file, appending its rows to `table` (columns unioned by name).
-/// `columns` restricts the read to those top-level columns when given.
-pub fn read_into(file: File, table: &mut Table, columns: Option<&[String]>) -> io::Result<()> {
-    let mut b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(to_io)?.with_batch_size(65_536);
-    if let Some(cols) = columns {
-        let mask = ProjectionMask::roots(b.parquet_schema(), column_indices(b.schema(), |n| cols.iter().any(|c| c == n)));
-        b = b.with_projection(mask);
+impl<W: io::Write + Send> ParquetWriter<W> {
+    pub fn write(&mut self, batch: &RecordBatch) -> parquet::errors::Result<()> {
+        self.w.write(batch)
     }
-    for batch in b.build().map_err(to_io)? {
-        table.append_batch(&batch.map_err(to_io)?).map_err(to_io)?;
+
+    /// Closes the row group in progress.
+    pub fn flush(&mut self) -> parquet::errors::Result<()> {
+        self.w.flush()
     }
-    Ok(())
-}
 
-/// Indices of the top-level columns of `schema` whose name `keep` accepts.
-pub fn column_indices(schema: &arrow::datatypes::Schema, keep: impl Fn(&str) -> bool) -> Vec<usize> {
-    schema.fields().iter().enumerate().filter(|(_, f)| keep(f.name())).map(|(i, _)| i).collect()
-}
-
-/// Streams batches of a Parquet file to `f` (compaction: constant memory per batch).
-pub fn for_each_batch(
-    file: File,
-    mut f: impl FnMut(arrow::array::RecordBatch) -> io::Result<()>,
-) -> io::Result<()> {
-    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(to_io)?.with_batch_size(65_536);
-    for batch in b.build().map_err(to_io)? {
-        f(batch.map_err(to_io)?)?;
+    pub fn in_progress_size(&self) -> usize {
+        self.w.in_progress_size()
     }
-    Ok(())
+
+    /// Writes the last row group and the footer, with the checksum record filled in.
+    pub fn into_inner(mut self) -> parquet::errors::Result<W> {
+        self.w.flush()?;
+        let data_len = self.w.bytes_written() as u64;
+        let placeholder = self.w.inner_mut().footer_starts_at(data_len);
+        self.w.append_key_value_metadata(KeyValue::new(META_CHECKSUMS.to_string(), placeholder.clone()));
+        let sink = self.w.into_inner()?;
+        sink.finish(&placeholder).map_err(|e| ParquetError::External(Box::new(e)))
+    }
 }
 
-/// An ArrowWriter over `sink` with our properties (compaction writes several batches).
+/// An id no other file shares: a copy of a file under another name keeps it, so readers
+/// read the copy's rows once.
+fn new_file_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(SEQ.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    format!("{:016x}", h.finish())
+}
+
+/// A writer over `sink` with our properties, `metadata` in the footer (compaction writes
+/// several batches; a part file one).
 pub fn arrow_writer<W: io::Write + Send>(
     sink: W,
     schema: SchemaRef,
     codec: Codec,
     metadata: Vec<KeyValue>,
-) -> io::Result<ArrowWriter<W>> {
+) -> io::Result<ParquetWriter<W>> {
+    let mut metadata = metadata;
+    metadata.push(KeyValue::new(META_FILE_ID.to_string(), new_file_id()));
     let props = writer_properties(schema.as_ref(), codec, metadata);
-    ArrowWriter::try_new(sink, Arc::clone(&schema), Some(props)).map_err(to_io)
+    let w = ArrowWriter::try_new(ChecksumSink::new(sink), Arc::clone(&schema), Some(props)).map_err(to_io)?;
+    Ok(ParquetWriter { w })
+}
+
+/// Writes `table` as one Parquet file into `sink` and hands the sink back.
+pub fn write_table<W: io::Write + Send>(sink: W, table: &Table, codec: Codec, metadata: Vec<KeyValue>) -> io::Result<W> {
+    let batch = table.to_record_batch().map_err(to_io)?;
+    let mut w = arrow_writer(sink, batch.schema(), codec, metadata)?;
+    w.write(&batch).map_err(to_io)?;
+    w.into_inner().map_err(to_io)
+}
+
+/// A Parquet file opened for reading: a regular file, its footer verified and parsed.
+pub struct ParquetFile {
+    pub path: PathBuf,
+    pub file: File,
+    pub len: u64,
+    footer: Footer,
+}
+
+impl ParquetFile {
+    /// Opens `path`. A missing file stays `NotFound` (the callers' retry); any other
+    /// failure names the file and says what is wrong and what to do.
+    pub fn open(path: &Path) -> io::Result<ParquetFile> {
+        let file = open_regular(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => e,
+            kind => io::Error::new(kind, format!("{e}; move it out of the run directory to read the rest")),
+        })?;
+        let len = file.metadata().map_err(|e| damaged(path, e))?.len();
+        let footer = crate::footer_cache::footer(path, &file, len).map_err(|e| damaged(path, e))?;
+        Ok(ParquetFile { path: path.to_path_buf(), file, len, footer })
+    }
+
+    pub fn name(&self) -> String {
+        self.path.file_name().unwrap_or_default().to_string_lossy().to_string()
+    }
+
+    pub fn metadata(&self) -> &Arc<ParquetMetaData> {
+        self.footer.meta.metadata()
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        self.footer.meta.schema().clone()
+    }
+
+    /// Rows, from the footer.
+    pub fn rows(&self) -> u64 {
+        self.metadata().file_metadata().num_rows().max(0) as u64
+    }
+
+    /// The footer's key-value metadata.
+    pub fn key_values(&self) -> Vec<(String, String)> {
+        let kv = self.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+        kv.into_iter().map(|k| (k.key, k.value.unwrap_or_default())).collect()
+    }
+
+    pub fn key_value(&self, key: &str) -> Option<String> {
+        self.key_values().into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The id every file we write carries (None: another writer's, or an older rlprobe's).
+    pub fn file_id(&self) -> Option<String> {
+        self.key_value(META_FILE_ID).filter(|v| !v.is_empty())
+    }
+
+    /// An error reading this file, naming it (and what to do).
+    pub fn damaged(&self, e: impl std::fmt::Display) -> io::Error {
+        damaged(&self.path, e)
+    }
+
+    /// A batch reader builder over the verified bytes of the file.
+    pub fn reader(&self, batch_rows: usize) -> io::Result<ParquetRecordBatchReaderBuilder<CheckedFile>> {
+        let checked = CheckedFile::new(&self.file, &self.path, self.len, self.footer.checksums.clone())?;
+        Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(checked, self.footer.meta.clone()).with_batch_size(batch_rows))
+    }
+
+    /// Streams the file's batches to `f` (compaction: constant memory per batch).
+    pub fn for_each_batch(&self, batch_rows: usize, mut f: impl FnMut(RecordBatch) -> io::Result<()>) -> io::Result<()> {
+        for batch in self.reader(batch_rows)?.build().map_err(|e| self.damaged(e))? {
+            f(batch.map_err(|e| self.damaged(e))?)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the file's rows to `table` (columns unioned by name); `columns` restricts the
+    /// read to those top-level columns when given.
+    pub fn read_into(&self, table: &mut Table, columns: Option<&[String]>) -> io::Result<()> {
+        let mut b = self.reader(65_536)?;
+        if let Some(cols) = columns {
+            let mask = ProjectionMask::roots(b.parquet_schema(), column_indices(b.schema(), |n| cols.iter().any(|c| c == n)));
+            b = b.with_projection(mask);
+        }
+        for batch in b.build().map_err(|e| self.damaged(e))? {
+            let batch = batch.map_err(|e| self.damaged(e))?;
+            table.append_batch(&batch).map_err(|e| self.damaged(e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Row count from the footer alone (another tool's file, or a test's).
+pub fn row_count(file: File) -> io::Result<u64> {
+    let reader = SerializedFileReader::new(file).map_err(to_io)?;
+    Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
+}
+
+/// Indices of the top-level columns of `schema` whose name `keep` accepts.
+pub fn column_indices(schema: &arrow::datatypes::Schema, keep: impl Fn(&str) -> bool) -> Vec<usize> {
+    schema.fields().iter().enumerate().filter(|(_, f)| keep(f.name())).map(|(i, _)| i).collect()
 }
 
 /// Pays the codec's one-time initialisation (zstd tables, page buffers) with a throwaway
@@ -100,4 +206,56 @@ pub fn prewarm() {
     }
     t.finish_rows(1);
     let _ = write_table(Vec::new(), &t, Codec::default(), Vec::new());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::tempdir;
+
+    fn table(rows: usize) -> Table {
+        let mut t = Table::default();
+        for r in 0..rows {
+            t.column_mut("step", crate::schema::ColumnKind::I64).unwrap().push_number(r as f64);
+            t.column_mut("loss", crate::schema::ColumnKind::F64).unwrap().push_number((r as f64).sqrt());
+            t.finish_rows(r + 1);
+        }
+        t
+    }
+
+    #[test]
+    fn our_files_carry_an_id_and_checksums_and_read_back_verified() {
+        let dir = tempdir("parquet-io");
+        let path = dir.join("part-00000.parquet");
+        // several checksum blocks and row groups
+        write_table(File::create(&path).unwrap(), &table(200_000), Codec::default(), Vec::new()).unwrap();
+        let f = ParquetFile::open(&path).unwrap();
+        assert_eq!(f.rows(), 200_000);
+        assert_eq!(f.file_id().map(|id| id.len()), Some(16));
+        let sums = f.footer.checksums.clone().expect("checksummed");
+        assert!(sums.blocks.len() > 2, "{} blocks", sums.blocks.len());
+        let mut t = Table::default();
+        f.read_into(&mut t, None).unwrap();
+        assert_eq!(t.rows, 200_000);
+        assert_eq!(t.column("loss").unwrap().scalar(199_999), Some((199_999f64).sqrt()));
+        // another copy of the same table is another file
+        let other = dir.join("part-00001.parquet");
+        write_table(File::create(&other).unwrap(), &table(10), Codec::default(), Vec::new()).unwrap();
+        assert_ne!(ParquetFile::open(&other).unwrap().file_id(), f.file_id());
+    }
+
+    #[test]
+    fn another_writers_file_reads_unchecked() {
+        let dir = tempdir("parquet-io-foreign");
+        let path = dir.join("shard-00000.parquet");
+        let batch = table(100).to_record_batch().unwrap();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let f = ParquetFile::open(&path).unwrap();
+        assert!(f.footer.checksums.is_none() && f.file_id().is_none());
+        let mut t = Table::default();
+        f.read_into(&mut t, None).unwrap();
+        assert_eq!(t.rows, 100);
+    }
 }

@@ -1,5 +1,6 @@
 //! The one place Parquet writer properties are made. Every file rlprobe writes (part files,
-//! compacted tables, the pre-warm) goes through `writer_properties`, so encoding and
+//! compacted tables, the pre-warm) goes through `writer_properties` (through
+//! `parquet_io::arrow_writer`, which adds the file id and the checksums), so encoding and
 //! compression are chosen once, from measurements (`cargo bench --bench compression`,
 //! figures in docs/architecture.md).
 
@@ -41,7 +42,12 @@ pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>)
         .set_max_row_group_size(MAX_ROW_GROUP_ROWS)
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_dictionary_enabled(codec.dictionary)
-        .set_created_by(format!("rlprobe {}", env!("CARGO_PKG_VERSION")));
+        // no page index: nothing may be written between the last row group and the footer,
+        // where the checksum record's length is fixed (checksums.rs); our readers skip row
+        // groups by the chunk statistics and never used it
+        .set_offset_index_disabled(true)
+        // says the file carries checksums: without a readable record it is damaged
+        .set_created_by(format!("rlprobe {} {}", env!("CARGO_PKG_VERSION"), crate::checksums::CHECKSUMMED_BY));
     if !metadata.is_empty() {
         b = b.set_key_value_metadata(Some(metadata));
     }

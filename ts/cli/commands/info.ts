@@ -1,6 +1,9 @@
+import path from 'node:path';
+
 import { Command, Option } from 'clipanion';
 
 import { RunReader } from '../../reader/run-reader.js';
+import { SurfaceReads } from '../../reader/surface-reads.js';
 import { RECORDER_EVENT_KINDS } from '../../schema/event.js';
 import { ProbeCommand } from '../base-command.js';
 import { ago, bytes, isoSeconds, table } from '../format.js';
@@ -10,6 +13,12 @@ export class InfoCommand extends ProbeCommand {
   static paths = [['info']];
   static usage = Command.Usage({
     description: 'Summarise a recording: manifest, layout, step range, counts, drops, how it ended',
+    details: `
+      A part of the run that cannot be read (a damaged file, or something that is not a
+      regular file in place of one) is shown as damaged, with the file and what to do, and
+      the rest is summarised; the exit code is then 1. Files the recorder did not write
+      (or copies of its files) are skipped by every reader and listed as foreign files.
+    `,
     examples: [
       ['Summarise a run', '$0 info runs/exp1'],
       ['The same as JSON', '$0 info runs/exp1 --json'],
@@ -22,16 +31,21 @@ export class InfoCommand extends ProbeCommand {
   async exec(): Promise<number> {
     const reader = RunReader.open(this.run);
     const m = reader.manifest;
-    const { files, absorbedLeftovers: leftovers, layout } = reader.storage();
-    const steps = reader.view(['step']).steps;
+    // one damaged part of the run is reported, and the rest still shown
+    const reads = new SurfaceReads();
+    for (const d of reader.damagedFiles()) reads.mark(d.surface, d.reason);
+    const storage = reads.attempt('steps', null, () => reader.storage());
+    const { files, absorbedLeftovers: leftovers, layout } = storage ?? { files: [], absorbedLeftovers: 0, layout: 'damaged' };
+    const steps = reads.attempt('steps', null, () => reader.view(['step']).steps);
     let min = Infinity;
     let max = -Infinity;
-    for (const s of steps) {
+    for (const s of steps ?? []) {
       if (s < min) min = s;
       if (s > max) max = s;
     }
-    const columns = reader.stepColumns().map((c) => c.name);
-    const { events, skippedLines } = reader.eventsWithDiagnostics();
+    const columns = reads.attempt('steps', [] as string[], () => reader.stepColumns().map((c) => c.name));
+    const eventsRead = reads.attempt('events', null, () => reader.eventsWithDiagnostics());
+    const { events, skippedLines } = eventsRead ?? { events: [], skippedLines: 0 };
     const byKind: Record<string, number> = {};
     let dropped = 0;
     let droppedSamples = 0;
@@ -45,18 +59,19 @@ export class InfoCommand extends ProbeCommand {
         else if (e.data.record !== 'span') dropped += e.data.count;
       }
     }
-    const sampleFiles = reader.sampleFiles();
-    const sampleRows = sampleFiles.reduce((a, f) => a + f.rows, 0);
-    const sampleRanks = [...new Set(sampleFiles.map((f) => f.rank))];
-    const spanKinds = reader.spanCounts();
-    const spanTotal = spanKinds.reduce((a, c) => a + c.spans, 0);
-    const trials = reader.trials();
-    const unfinishedTrials = reader.unfinishedTrials();
+    const sampleFiles = reads.attempt('samples', null, () => reader.sampleFiles());
+    const sampleRows = sampleFiles?.reduce((a, f) => a + f.rows, 0) ?? 0;
+    const sampleRanks = [...new Set((sampleFiles ?? []).map((f) => f.rank))];
+    const spanKinds = reads.attempt('spans', null, () => reader.spanCounts());
+    const spanTotal = spanKinds?.reduce((a, c) => a + c.spans, 0) ?? 0;
+    const trials = reads.attempt('trials', [], () => reader.trials());
+    const unfinishedTrials = reads.attempt('trials', [], () => reader.unfinishedTrials());
+    const foreign = reader.foreignFiles();
     let droppedSpans = 0;
     for (const e of events) if (e.kind === RECORDER_EVENT_KINDS.drops && e.data.record === 'span' && typeof e.data.count === 'number') droppedSpans += e.data.count;
     const status = runStatus(events);
     const last = events.at(-1) ?? null;
-    const lastWrite = reader.lastWriteMs();
+    const lastWrite = reads.attempt('steps', null, () => reader.lastWriteMs());
     const info = {
       run_dir: reader.runDir,
       manifest: m,
@@ -64,22 +79,23 @@ export class InfoCommand extends ProbeCommand {
       step_files: files.length,
       absorbed_leftovers: leftovers,
       bytes: files.reduce((a, f) => a + f.bytes, 0),
-      rows: steps.length,
-      first_step: steps.length ? min : null,
-      last_step: steps.length ? max : null,
+      // null: that part of the run is damaged (see `damaged`)
+      rows: steps ? steps.length : null,
+      first_step: steps?.length ? min : null,
+      last_step: steps?.length ? max : null,
       columns,
-      events: events.length,
+      events: eventsRead ? events.length : null,
       events_by_kind: byKind,
       unreadable_event_lines: skippedLines,
       dropped_steps: dropped,
-      samples: sampleRows,
-      sample_files: sampleFiles.length,
-      sample_bytes: sampleFiles.reduce((a, f) => a + f.bytes, 0),
+      samples: sampleFiles ? sampleRows : null,
+      sample_files: sampleFiles?.length ?? 0,
+      sample_bytes: sampleFiles?.reduce((a, f) => a + f.bytes, 0) ?? 0,
       sample_ranks: sampleRanks,
       rank_dirs: reader.rankDirs().length,
       dropped_samples: droppedSamples,
-      spans: spanTotal,
-      spans_by_kind: spanKinds,
+      spans: spanKinds ? spanTotal : null,
+      spans_by_kind: spanKinds ?? [],
       dropped_spans: droppedSpans,
       trials: trials.length,
       trials_failed: trials.filter((t) => t.trial.exception !== null).length,
@@ -89,11 +105,18 @@ export class InfoCommand extends ProbeCommand {
       status: { state: status.state, summary: status.summary },
       last_event: last,
       last_write: lastWrite === null ? null : new Date(lastWrite).toISOString(),
+      /** Parts of the run that could not be read, with the error naming the file. */
+      damaged: reads.damaged,
+      /** Files skipped as not the recorder's (or copies), with why. */
+      foreign_files: foreign,
     };
+    // a damaged part is a failure to summarise the run: exit 1, after showing the rest
+    const code = reads.damaged.length ? 1 : 0;
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
-      return 0;
+      return code;
     }
+    const damagedText = (surface: string) => (reads.isDamaged(surface) ? 'damaged (see below)' : null);
     const kinds = Object.entries(byKind)
       .sort((a, b) => b[1] - a[1])
       .map(([k, n]) => `${k} ${n}`)
@@ -103,10 +126,10 @@ export class InfoCommand extends ProbeCommand {
       ['directory', reader.runDir],
       ['created', m.created_at],
       ['format', reader.adapter.migrated ? `schema_version ${reader.adapter.fromVersion}, migrated on read to ${m.schema_version}` : `schema_version ${m.schema_version}`],
-      ['layout', `${layout}: ${files.length} file${files.length === 1 ? '' : 's'}, ${bytes(info.bytes)}${leftovers ? `, ${leftovers} absorbed part(s) awaiting cleanup` : ''}`],
-      ['steps', steps.length ? `${min} … ${max}  (${steps.length} rows, ${columns.length} columns)` : 'none yet'],
-      ['samples', sampleRows ? `${sampleRows} in ${sampleFiles.length} file${sampleFiles.length === 1 ? '' : 's'} (${bytes(info.sample_bytes)})${sampleRanks.length > 1 || sampleRanks[0] !== 0 ? `, ranks ${sampleRanks.join(', ')}` : ''}` : 'none'],
-      ['spans', spanTotal ? spanKinds.map((c) => `${c.kind} ${c.spans}${c.error ? ` (${c.error} error)` : ''}${c.open ? ` (${c.open} open)` : ''}`).join(', ') : 'none'],
+      ['layout', storage ? `${layout}: ${files.length} file${files.length === 1 ? '' : 's'}, ${bytes(info.bytes)}${leftovers ? `, ${leftovers} absorbed part(s) awaiting cleanup` : ''}` : 'damaged (see below)'],
+      ['steps', damagedText('steps') ?? (steps?.length ? `${min} … ${max}  (${steps.length} rows, ${columns.length} columns)` : 'none yet')],
+      ['samples', damagedText('samples') ?? (sampleRows ? `${sampleRows} in ${info.sample_files} file${info.sample_files === 1 ? '' : 's'} (${bytes(info.sample_bytes)})${sampleRanks.length > 1 || sampleRanks[0] !== 0 ? `, ranks ${sampleRanks.join(', ')}` : ''}` : 'none')],
+      ['spans', damagedText('spans') ?? (spanTotal ? (spanKinds ?? []).map((c) => `${c.kind} ${c.spans}${c.error ? ` (${c.error} error)` : ''}${c.open ? ` (${c.open} open)` : ''}`).join(', ') : 'none')],
       [
         'trials',
         trials.length || unfinishedTrials.length
@@ -114,13 +137,18 @@ export class InfoCommand extends ProbeCommand {
           : 'none',
       ],
       ['status', status.summary],
-      ['events', `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
+      ['events', damagedText('events') ?? `${events.length}${kinds ? `  (${kinds})` : ''}${skippedLines ? `; ${skippedLines} unreadable line(s) skipped` : ''}`],
       ['drops', dropped || droppedSamples || droppedSpans ? [dropped ? `${dropped} step records` : '', droppedSamples ? `${droppedSamples} samples` : '', droppedSpans ? `${droppedSpans} span writes` : ''].filter(Boolean).join(', ') + ` dropped (${[...dropReasons].sort().join('; ')})` : 'none'],
       ['bad records', String(info.bad_records || 'none')],
     ];
     if (last) rows.push(['last event', `${isoSeconds(last.timestamp)}  ${last.kind}${last.step !== null ? ` @ step ${last.step}` : ''}  ${last.message}`]);
     if (lastWrite !== null) rows.push(['last write', `${new Date(lastWrite).toISOString()} (${ago(Date.now() - lastWrite)})`]);
+    for (const d of reads.damaged) rows.push(['damaged', `${d.surface}: ${d.error}`]);
+    if (foreign.length) {
+      const listed = foreign.map((f) => `${path.relative(reader.runDir, f.path)} (${f.surface}${f.rank ? `, rank ${f.rank}` : ''}): ${f.reason}`);
+      rows.push(['foreign files', `${foreign.length} skipped: ${listed.join('; ')}`]);
+    }
     this.context.stdout.write(`${table(rows)}\n`);
-    return 0;
+    return code;
   }
 }

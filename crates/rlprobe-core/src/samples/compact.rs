@@ -12,7 +12,6 @@ use std::path::Path;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 
 use super::files::{open_sample_sources, samples_dir, SampleFile};
@@ -20,11 +19,13 @@ use super::schema::union_sample_schema;
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
 use crate::compact::{conform, lock_run, CompactReport};
 use crate::layout::{
-    shard_name, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS, META_NEXT_PART, SAMPLE_SHARD_ROWS,
+    shard_name, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS, META_NEXT_PART,
+    SAMPLE_SHARD_ROWS,
 };
-use crate::parquet_io::{arrow_schema, arrow_writer, row_count, to_io};
+use crate::parquet_io::{arrow_writer, to_io, ParquetWriter};
 use crate::props::Codec;
-use crate::steps_files::name_list_json;
+use crate::steps_files::PartRef;
+use crate::stream_files::name_list_json;
 
 /// A row group is closed early once its buffered pages pass this size (long texts).
 const ROW_GROUP_BYTES: usize = 32 << 20;
@@ -47,27 +48,27 @@ pub fn compact_samples(run_dir: &Path) -> io::Result<CompactReport> {
         remove_if_present(&path)?;
     }
     let sources = open_sample_sources(run_dir)?;
+    // a damaged part is neither merged nor deleted: the error names it, to be moved aside
+    sources.require_readable()?;
     let parts: Vec<&SampleFile> = sources.files.iter().filter(|f| !f.shard).collect();
+    let absorbed: Vec<PartRef> = parts
+        .iter()
+        .map(|p| PartRef { path: p.file.path.clone(), file_id: p.file.file_id() })
+        .chain(sources.absorbed_leftovers.iter().cloned())
+        .collect();
     if !parts.is_empty() {
-        let mut schemas = Vec::new();
-        let mut total: u64 = 0;
-        for p in &parts {
-            schemas.push(arrow_schema(p.file.try_clone()?)?);
-            total += row_count(p.file.try_clone()?)?;
-        }
+        let schemas: Vec<SchemaRef> = parts.iter().map(|p| p.file.schema()).collect();
+        let total: u64 = parts.iter().map(|p| p.file.rows()).sum();
         let schema = union_sample_schema(&schemas)?;
-        let names: Vec<String> = parts
-            .iter()
-            .map(|p| &p.path)
-            .chain(sources.absorbed_leftovers.iter())
-            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
-            .collect();
+        let names: Vec<String> = absorbed.iter().map(|p| p.path.file_name().unwrap().to_string_lossy().to_string()).collect();
+        let ids: Vec<String> = absorbed.iter().map(|p| p.file_id.clone().unwrap_or_default()).collect();
         let shards = total.div_ceil(SAMPLE_SHARD_ROWS as u64).max(1);
         let id = shard_name(sources.next_shard);
         let metadata = vec![
             KeyValue::new(META_COMPACTION.to_string(), id.clone()),
             KeyValue::new(META_COMPACTION_SHARDS.to_string(), shards.to_string()),
             KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
+            KeyValue::new(META_COMPACTED_IDS.to_string(), name_list_json(&ids)),
             KeyValue::new(META_NEXT_PART.to_string(), sources.next_part.to_string()),
         ];
         let mut stream = BatchStream::new(&parts, schema.clone());
@@ -88,8 +89,8 @@ pub fn compact_samples(run_dir: &Path) -> io::Result<CompactReport> {
         }
         report.parts_merged = parts.len();
     }
-    for path in parts.iter().map(|p| &p.path).chain(sources.absorbed_leftovers.iter()) {
-        remove_if_present(path)?;
+    for p in &absorbed {
+        remove_if_present(&p.path)?;
     }
     report.leftovers_removed = sources.absorbed_leftovers.len();
     sync_dir(&dir)?;
@@ -103,7 +104,7 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
     }
 }
 
-fn fill_shard(w: &mut ArrowWriter<fs::File>, stream: &mut BatchStream, rows: usize) -> io::Result<usize> {
+fn fill_shard(w: &mut ParquetWriter<fs::File>, stream: &mut BatchStream, rows: usize) -> io::Result<usize> {
     let mut written = 0;
     while written < rows {
         let Some(batch) = stream.next(rows - written)? else { break };
@@ -119,7 +120,7 @@ fn fill_shard(w: &mut ArrowWriter<fs::File>, stream: &mut BatchStream, rows: usi
 /// The parts' rows as one stream of batches conformed to the union schema.
 struct BatchStream<'a> {
     parts: std::slice::Iter<'a, &'a SampleFile>,
-    reader: Option<parquet::arrow::arrow_reader::ParquetRecordBatchReader>,
+    reader: Option<(&'a SampleFile, parquet::arrow::arrow_reader::ParquetRecordBatchReader)>,
     pending: Option<RecordBatch>,
     schema: SchemaRef,
 }
@@ -139,10 +140,10 @@ impl<'a> BatchStream<'a> {
                 }
                 return Ok(Some(b));
             }
-            if let Some(r) = &mut self.reader {
+            if let Some((part, r)) = &mut self.reader {
                 match r.next() {
                     Some(b) => {
-                        let b = b.map_err(to_io)?;
+                        let b = b.map_err(|e| part.file.damaged(e))?;
                         if b.num_rows() > 0 {
                             self.pending = Some(conform(&b, &self.schema)?);
                         }
@@ -152,10 +153,8 @@ impl<'a> BatchStream<'a> {
                 }
             }
             let Some(part) = self.parts.next() else { return Ok(None) };
-            let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part.file.try_clone()?)
-                .map_err(to_io)?
-                .with_batch_size(READ_BATCH_ROWS);
-            self.reader = Some(b.build().map_err(to_io)?);
+            let reader = part.file.reader(READ_BATCH_ROWS)?.build().map_err(|e| part.file.damaged(e))?;
+            self.reader = Some((part, reader));
         }
     }
 }

@@ -8,13 +8,12 @@ use std::path::Path;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use super::files::{open_sample_sources, SampleFile};
-use crate::footer_cache::arrow_metadata;
 use crate::parquet_io::{column_indices, to_io};
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -104,7 +103,8 @@ impl SampleFilter {
 
 pub struct SampleCursor {
     files: VecDeque<SampleFile>,
-    reader: Option<ParquetRecordBatchReader>,
+    /// The file being read, and its reader (errors name the file).
+    reader: Option<(std::path::PathBuf, ParquetRecordBatchReader)>,
     filter: SampleFilter,
     columns: Option<Vec<String>>,
     batch_rows: usize,
@@ -117,6 +117,7 @@ impl SampleCursor {
     /// `columns` restricts the output columns (None: all).
     pub fn open(run_dir: &Path, filter: SampleFilter, columns: Option<Vec<String>>, batch_rows: usize) -> io::Result<Self> {
         let sources = open_sample_sources(run_dir)?;
+        sources.require_readable()?;
         Ok(SampleCursor {
             files: sources.files.into(),
             reader: None,
@@ -130,10 +131,10 @@ impl SampleCursor {
     /// The next non-empty batch of matching samples, or None when done.
     pub fn next_batch(&mut self) -> io::Result<Option<RecordBatch>> {
         loop {
-            if let Some(r) = &mut self.reader {
+            if let Some((path, r)) = &mut self.reader {
                 match r.next() {
                     Some(b) => {
-                        let b = b.map_err(to_io)?;
+                        let b = b.map_err(|e| crate::checksums::damaged(path, e))?;
                         let b = self.apply(b)?;
                         if b.num_rows() > 0 {
                             return Ok(Some(b));
@@ -144,13 +145,12 @@ impl SampleCursor {
                 }
             }
             let Some(f) = self.files.pop_front() else { return Ok(None) };
-            self.reader = self.open_file(&f)?;
+            self.reader = self.open_file(&f)?.map(|r| (f.file.path.clone(), r));
         }
     }
 
     fn open_file(&mut self, f: &SampleFile) -> io::Result<Option<ParquetRecordBatchReader>> {
-        let meta = arrow_metadata(&f.path, &f.file)?;
-        let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f.file.try_clone()?, meta).with_batch_size(self.batch_rows);
+        let b = f.file.reader(self.batch_rows)?;
         let meta = b.metadata().clone();
         let parquet_schema = b.parquet_schema();
         let step_leaf = parquet_schema.columns().iter().position(|c| c.path().string() == "step");
@@ -168,7 +168,7 @@ impl SampleCursor {
             let mask = ProjectionMask::roots(b.parquet_schema(), roots);
             b = b.with_projection(mask);
         }
-        Ok(Some(b.build().map_err(to_io)?))
+        Ok(Some(b.build().map_err(|e| f.file.damaged(e))?))
     }
 
     /// Filters rows, then drops columns only the filter needed.

@@ -6,24 +6,28 @@
 //! all its shards are present. So a crash mid-compaction leaves shards that readers ignore
 //! (their rows are still in the parts) and the next compaction deletes; a crash after the
 //! last shard but before the parts are deleted leaves parts that readers skip. Shards
-//! without our footer keys (written by the Python package) are always read.
+//! without our footer keys (written by the Python package) are always read. Files the
+//! recorder did not write, copies, and a compaction of another run's parts are skipped and
+//! listed (stream_files.rs); a damaged part fails the read naming it.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::layout::{
-    list_parts, list_shards, part_index, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS,
-    META_NEXT_PART, SAMPLES_DIR,
-};
-use crate::footer_cache::arrow_metadata;
-use crate::steps_files::parse_name_list;
+use crate::layout::{META_COMPACTION, META_COMPACTION_SHARDS, SAMPLES_DIR};
+use crate::parquet_io::ParquetFile;
+use crate::steps_files::PartRef;
+use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, SkippedFile, Stream};
 
 pub struct SampleFile {
-    pub path: PathBuf,
-    pub file: File,
+    pub file: ParquetFile,
     pub shard: bool,
+}
+
+impl SampleFile {
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
 }
 
 #[derive(Default)]
@@ -31,11 +35,23 @@ pub struct SampleSources {
     /// Files to read, shards first (index order), then unabsorbed parts (index order).
     pub files: Vec<SampleFile>,
     /// Parts a complete compaction holds, still on disk.
-    pub absorbed_leftovers: Vec<PathBuf>,
+    pub absorbed_leftovers: Vec<PartRef>,
     /// Shards of a compaction that never finished (ignored; deleted by the next one).
     pub incomplete_shards: Vec<PathBuf>,
     pub next_part: u64,
     pub next_shard: u64,
+    /// Files skipped as not the recorder's (listed so readers can show them).
+    pub foreign: Vec<SkippedFile>,
+    /// Parts that cannot be read: reads fail on them.
+    pub damaged: Vec<SkippedFile>,
+}
+
+impl SampleSources {
+    /// Fails, naming the file, when a part is damaged: reading around it would silently
+    /// lose its samples.
+    pub fn require_readable(&self) -> io::Result<()> {
+        damaged_error(&self.damaged).map_or(Ok(()), Err)
+    }
 }
 
 pub fn samples_dir(run_dir: &Path) -> PathBuf {
@@ -44,11 +60,53 @@ pub fn samples_dir(run_dir: &Path) -> PathBuf {
 
 struct ShardInfo {
     index: u64,
-    path: PathBuf,
-    file: File,
+    file: ParquetFile,
     compaction: Option<(String, u64)>,
-    absorbed: HashSet<String>,
-    next_part: u64,
+    absorbed: Absorbed,
+}
+
+/// The shards present of one compaction, the highest index among them, and the parts they list.
+#[derive(Default)]
+struct Group {
+    present: u64,
+    last_shard: u64,
+    absorbed: Absorbed,
+}
+
+/// A compaction writes its shards under consecutive names from its id (the first one's
+/// name): a shard elsewhere was copied or renamed.
+fn in_place(id: &str, count: u64, index: u64) -> bool {
+    crate::layout::shard_index(id).is_none_or(|first| index >= first && index < first.saturating_add(count))
+}
+
+/// The compactions that are not of this directory's parts, with why: one listing a part
+/// that is on disk as another file, or listing a part that a later compaction (higher shard
+/// indices: compactions only append) lists as another file. Legitimately, a part name is
+/// absorbed once, or again with the same id (an interrupted compaction's leftovers).
+fn group_conflicts(groups: &HashMap<String, Group>, parts: &[ParquetFile]) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (id, g) in groups {
+        if let Some(c) = g.absorbed.conflict(parts) {
+            out.insert(id.clone(), c);
+            continue;
+        }
+        let later = groups.iter().filter(|(_, other)| other.last_shard > g.last_shard).find_map(|(other_id, other)| {
+            g.absorbed.ids.iter().find_map(|(name, mine)| match (mine, other.absorbed.ids.get(name)) {
+                (Some(a), Some(Some(b))) if a != b => Some(format!(
+                    "it lists {name} as compacted into it, as does the later compaction {other_id} with another file: it was compacted from another run's parts"
+                )),
+                _ => None,
+            })
+        });
+        if let Some(c) = later {
+            out.insert(id.clone(), c);
+        }
+    }
+    out
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().unwrap_or_default().to_string_lossy().to_string()
 }
 
 /// Opens the sample files of `run_dir` (retrying if a compaction moves them meanwhile).
@@ -61,70 +119,86 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
     // Parts before shards: a compaction finishing in between then lists these parts as
     // absorbed (skipped, its shards read). Shards first would miss both: the old listing
     // lacks the new shards, and the parts are gone by the time they are listed.
-    let mut parts = Vec::new();
-    for (index, path) in list_parts(&dir)? {
-        // NotFound here means a compaction absorbed it after our listing: retry.
-        let file = File::open(&path)?;
-        parts.push((index, path, file));
-    }
+    let listed = open_parts(&dir, Stream::Samples, None)?;
+    // every part file on disk, readable or not: an interrupted compaction's parts are all here
+    let on_disk: HashSet<String> = listed.parts.iter().map(|(_, f)| f.name()).chain(listed.damaged.iter().map(|(_, d)| file_name(&d.path))).collect();
+    let mut out = SampleSources { foreign: listed.foreign, ..Default::default() };
+    out.next_part = listed.max_index.map_or(0, |i| i + 1);
     let mut shards = Vec::new();
-    for (index, path) in list_shards(&dir)? {
-        let file = File::open(&path)?;
-        let mut info =
-            ShardInfo { index, path, file, compaction: None, absorbed: HashSet::new(), next_part: 0 };
-        let mut id = None;
-        let mut count = None;
-        let meta = arrow_metadata(&info.path, &info.file)?;
-        let kv = meta.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
-        for (k, v) in kv.into_iter().map(|k| (k.key, k.value.unwrap_or_default())) {
-            match k.as_str() {
-                META_COMPACTION => id = Some(v),
-                META_COMPACTION_SHARDS => count = v.trim().parse::<u64>().ok(),
-                META_COMPACTED_PARTS => info.absorbed = parse_name_list(&v),
-                META_NEXT_PART => info.next_part = v.trim().parse().unwrap_or(0),
-                _ => {}
-            }
-        }
-        info.compaction = id.zip(count);
-        shards.push(info);
-    }
-    let mut present: HashMap<String, u64> = HashMap::new();
-    for s in &shards {
-        if let Some((id, _)) = &s.compaction {
-            *present.entry(id.clone()).or_default() += 1;
-        }
-    }
-    let complete = |s: &ShardInfo| match &s.compaction {
-        None => true,
-        Some((id, count)) => present.get(id).copied().unwrap_or(0) >= *count,
-    };
-    let mut out = SampleSources::default();
-    let mut absorbed = HashSet::new();
-    let mut kept = Vec::new();
-    for s in shards {
-        out.next_shard = out.next_shard.max(s.index + 1);
-        out.next_part = out.next_part.max(s.next_part);
-        if complete(&s) {
-            absorbed.extend(s.absorbed.iter().cloned());
-            kept.push(s);
-        } else {
-            out.incomplete_shards.push(s.path);
-        }
-    }
-    out.files.extend(kept.into_iter().map(|s| SampleFile { path: s.path, file: s.file, shard: true }));
-    for name in &absorbed {
-        if let Some(i) = part_index(name) {
-            out.next_part = out.next_part.max(i + 1);
-        }
-    }
-    for (index, path, file) in parts {
-        out.next_part = out.next_part.max(index + 1);
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if absorbed.contains(&name) {
-            out.absorbed_leftovers.push(path);
+    for (index, path) in listed.shards {
+        out.next_shard = out.next_shard.max(index + 1);
+        // a shard holds the list of parts it absorbed: a damaged one leaves no part
+        // placeable, so the whole directory is unreadable (and a writer must not guess names)
+        let file = ParquetFile::open(&path)?;
+        if let Some(reason) = Stream::Samples.schema_problem(&file.schema()) {
+            out.foreign.push(SkippedFile { path, reason });
             continue;
         }
-        out.files.push(SampleFile { path, file, shard: false });
+        let id = file.key_value(META_COMPACTION);
+        let count = file.key_value(META_COMPACTION_SHARDS).and_then(|v| v.trim().parse::<u64>().ok());
+        let absorbed = Absorbed::of(&file);
+        shards.push(ShardInfo { index, file, compaction: id.zip(count), absorbed });
+    }
+    let mut seen = HashMap::new();
+    let shards = drop_copies(shards, |s| &s.file, &mut out.foreign, &mut seen);
+    let parts: Vec<ParquetFile> = drop_copies(listed.parts.into_iter().map(|(_, f)| f).collect(), |f| f, &mut out.foreign, &mut seen);
+
+    // a compaction's shards: complete or not, and whether it compacted these parts
+    let mut groups: HashMap<String, Group> = HashMap::new();
+    for s in &shards {
+        if let Some((id, _)) = &s.compaction {
+            let g = groups.entry(id.clone()).or_default();
+            g.present += 1;
+            g.last_shard = g.last_shard.max(s.index);
+            g.absorbed.extend(s.absorbed.clone());
+        }
+    }
+    let conflicts = group_conflicts(&groups, &parts);
+    let mut absorbed = Absorbed::default();
+    let mut kept = Vec::new();
+    for s in shards {
+        out.next_part = out.next_part.max(s.absorbed.next_part());
+        match &s.compaction {
+            None => kept.push(s),
+            Some((id, _)) if conflicts.contains_key(id) => {
+                out.foreign.push(SkippedFile { path: s.file.path.clone(), reason: format!("not a shard of this run: {}", conflicts[id]) })
+            }
+            Some((id, count)) if !in_place(id, *count, s.index) => out.foreign.push(SkippedFile {
+                path: s.file.path.clone(),
+                reason: format!("not a shard of this run: its footer places it among the {count} shard(s) from {id}, not under this name"),
+            }),
+            Some((id, count)) if groups[id].present >= *count => {
+                absorbed.extend(s.absorbed.clone());
+                kept.push(s);
+            }
+            // ours only if every part it lists is still here (deleted only once it is complete)
+            Some((id, _)) if groups[id].absorbed.ids.keys().all(|n| on_disk.contains(n)) => out.incomplete_shards.push(s.file.path.clone()),
+            Some((id, count)) => out.foreign.push(SkippedFile {
+                path: s.file.path.clone(),
+                reason: format!("not a shard of this run: {} of the {count} shard(s) from {id} are here, and the parts they list are not", groups[id].present),
+            }),
+        }
+    }
+    out.next_part = out.next_part.max(absorbed.next_part());
+    out.files.extend(kept.into_iter().map(|s| SampleFile { file: s.file, shard: true }));
+    for file in parts {
+        if absorbed.contains(&file.name()) {
+            out.absorbed_leftovers.push(PartRef { path: file.path.clone(), file_id: file.file_id() });
+        } else if let Some(original) = absorbed.copy_of(&file) {
+            let reason = format!("a copy of {original} (the same rlprobe.file_id), whose samples a shard already holds");
+            out.foreign.push(SkippedFile { path: file.path.clone(), reason });
+        } else {
+            out.files.push(SampleFile { file, shard: false });
+        }
+    }
+    for (_, d) in listed.damaged {
+        let name = file_name(&d.path);
+        // a damaged part a complete compaction holds costs nothing: compaction deletes it
+        if absorbed.contains(&name) {
+            out.absorbed_leftovers.push(PartRef { path: d.path, file_id: None });
+        } else {
+            out.damaged.push(d);
+        }
     }
     Ok(out)
 }

@@ -5,7 +5,7 @@
 //! capture key and the span's path in the trajectory, so they never meet a recorder's ids
 //! and its rows are unique without the last-write pass the live parts need.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,7 @@ use super::batch::to_record_batch;
 use super::wire::decode_spans;
 use crate::atomic::publish;
 use crate::layout::{CAPTURE_MANIFEST_FILE, CAPTURE_SPANS_FILE, TRIALS_DIR};
-use crate::parquet_io::{arrow_writer, to_io};
+use crate::parquet_io::{arrow_writer, to_io, ParquetFile};
 use crate::props::Codec;
 use crate::steps_files::TableSource;
 
@@ -76,8 +76,8 @@ pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
 /// Opens one capture span file as a source beside the run's own span files: `None` when it
 /// was removed since the listing (a recapture or a delivery replacing it).
 pub(super) fn open_capture_source(path: PathBuf) -> io::Result<Option<TableSource>> {
-    match File::open(&path) {
-        Ok(file) => Ok(Some(TableSource { path, file, compacted: true })),
+    match ParquetFile::open(&path) {
+        Ok(file) => Ok(Some(TableSource { file, compacted: true })),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }

@@ -18,8 +18,9 @@ use super::read::{last_writes, load, open_sources, Captures, SpanFilter};
 use crate::atomic::{publish, remove_stray_temps};
 use crate::compact::{absorbed_metadata, lock_run, remove_absorbed_parts, CompactReport};
 use crate::layout::{SPANS_DIR, SPANS_FILE};
-use crate::parquet_io::{arrow_writer, row_count, to_io};
+use crate::parquet_io::{arrow_writer, to_io, ParquetFile};
 use crate::props::Codec;
+use crate::steps_files::PartRef;
 
 /// Merges the run's span parts into `spans/spans.parquet`. Idempotent; safe while a
 /// recorder still writes parts (they go into the next compaction). In the report,
@@ -33,7 +34,15 @@ pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
     let _lock = lock_run(run_dir)?;
     remove_stray_temps(&dir, ".spans")?;
     let sources = open_sources(run_dir)?;
-    let parts: Vec<_> = sources.sources.iter().filter(|s| !s.compacted).map(|s| s.path.clone()).collect();
+    // a damaged part is neither merged nor deleted: the error names it, to be moved aside
+    sources.require_readable()?;
+    let parts: Vec<PartRef> = sources
+        .sources
+        .iter()
+        .filter(|s| !s.compacted)
+        .map(|s| PartRef { path: s.file.path.clone(), file_id: s.file.file_id() })
+        .collect();
+    let absorbed: Vec<PartRef> = parts.iter().chain(&sources.absorbed_leftovers).cloned().collect();
     if !parts.is_empty() {
         // each stage drops the one before it: at most two copies of the table at a time
         let unique = {
@@ -54,7 +63,7 @@ pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
         let order = lexsort_to_indices(&[sort("step"), sort("start_time")], None).map_err(to_io)?;
         let sorted = arrow::compute::take_record_batch(&all, &order).map_err(to_io)?;
         drop(all);
-        let metadata = absorbed_metadata(parts.iter().chain(sources.absorbed_leftovers.iter()), sources.next_part);
+        let metadata = absorbed_metadata(&absorbed, sources.next_part);
         // kinds, names, statuses and labels repeat: dictionary-encode the text columns
         let codec = Codec { dictionary: true, ..Codec::default() };
         let file_name = Path::new(SPANS_FILE).file_name().unwrap().to_string_lossy().to_string();
@@ -66,10 +75,10 @@ pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
         report.parts_merged = parts.len();
     }
     report.leftovers_removed = sources.absorbed_leftovers.len();
-    remove_absorbed_parts(&dir, parts.iter().chain(sources.absorbed_leftovers.iter()), false)?;
+    remove_absorbed_parts(&dir, absorbed.iter().map(|p| &p.path), false)?;
     if let Ok(meta) = std::fs::metadata(run_dir.join(SPANS_FILE)) {
         report.bytes = meta.len();
-        report.rows = row_count(std::fs::File::open(run_dir.join(SPANS_FILE))?)?;
+        report.rows = ParquetFile::open(&run_dir.join(SPANS_FILE))?.rows();
     }
     Ok(report)
 }

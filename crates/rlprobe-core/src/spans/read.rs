@@ -9,7 +9,7 @@ use std::path::Path;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use arrow::datatypes::Int64Type;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter};
+use parquet::arrow::arrow_reader::{ArrowPredicateFn, RowFilter};
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
@@ -17,10 +17,10 @@ use parquet::file::statistics::Statistics;
 use super::batch::{conform_spans, span_schema};
 use super::capture_file::{capture_span_paths, open_capture_source};
 use crate::events::json_string;
-use crate::footer_cache::arrow_metadata;
 use crate::layout::{SPANS_DIR, SPANS_FILE};
 use crate::parquet_io::{column_indices, to_io};
 use crate::steps_files::{open_compacted_sources, TableSource, TableSources};
+use crate::stream_files::Stream;
 
 /// Which spans to return. Empty / None fields do not filter.
 #[derive(Debug, Clone, Default)]
@@ -97,8 +97,8 @@ pub struct SpanRead {
     pub matched: usize,
 }
 
-pub(super) fn open_sources(run_dir: &Path) -> io::Result<TableSources> {
-    open_compacted_sources(run_dir, SPANS_FILE, SPANS_DIR)
+pub fn open_sources(run_dir: &Path) -> io::Result<TableSources> {
+    open_compacted_sources(run_dir, SPANS_FILE, SPANS_DIR, Stream::Spans)
 }
 
 /// Whether a load reads the captured trials' span files too. Compaction must not: a
@@ -126,7 +126,9 @@ pub(super) struct Loaded {
 /// tree, an id or a label among 1,000,000 spans). The fourth value is the rows all sources
 /// hold, from their footers.
 pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>, captures: Captures) -> io::Result<Loaded> {
-    let sources = open_sources(run_dir)?.sources;
+    let sources = open_sources(run_dir)?;
+    sources.require_readable()?;
+    let sources = sources.sources;
     let unique = sources.iter().all(|s| s.compacted);
     // capture files are opened one at a time as they are read: a run may hold thousands
     let captures = if captures == Captures::Include { capture_span_paths(run_dir)? } else { Vec::new() };
@@ -134,8 +136,7 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
     let mut complete = true;
     let mut footer_rows = 0usize;
     let mut read_source = |s: &TableSource| -> io::Result<()> {
-        let meta = arrow_metadata(&s.path, &s.file)?;
-        let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(s.file.try_clone()?, meta).with_batch_size(65_536);
+        let mut b = s.file.reader(65_536)?;
         footer_rows += b.metadata().file_metadata().num_rows() as usize;
         if unique {
             let step_leaf = b.parquet_schema().columns().iter().position(|c| c.path().string() == "step");
@@ -164,9 +165,9 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
             let mask = ProjectionMask::roots(b.parquet_schema(), roots);
             b = b.with_projection(mask);
         }
-        for batch in b.build().map_err(to_io)? {
-            let batch = batch.map_err(to_io)?;
-            batches.push(conform_spans(&batch).map_err(|e| io::Error::other(format!("{}: {e}", s.path.display())))?);
+        for batch in b.build().map_err(|e| s.file.damaged(e))? {
+            let batch = batch.map_err(|e| s.file.damaged(e))?;
+            batches.push(conform_spans(&batch).map_err(|e| io::Error::other(format!("{}: {e}", s.path().display())))?);
         }
         Ok(())
     };

@@ -1,0 +1,242 @@
+//! Judging the files of a stream directory (`steps/`, `samples/`, `spans/`) before any is
+//! read: which are the recorder's, which are foreign (skipped, and listed so the reader can
+//! show them), which are damaged (reported by name; the stream is not read around them).
+//!
+//! Foreign: a name the recorder does not write there; a table of another stream (a steps
+//! table under `samples/`); a copy of another file (the same `rlprobe.file_id`: its rows
+//! would be read twice); a compacted file that lists as absorbed a part that is on disk
+//! under that name but is another file (it was compacted for another run, and would hide
+//! this run's part). Files without our footer keys (the Python package's, an older
+//! rlprobe's) are judged by name and columns alone.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use arrow::datatypes::Schema;
+
+use crate::layout::{list_stream_dir, part_index, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART};
+use crate::parquet_io::ParquetFile;
+
+/// A file readers skip, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFile {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Which table a directory holds: decides the names and columns that are ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Steps,
+    Samples,
+    Spans,
+}
+
+impl Stream {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Steps => "steps",
+            Stream::Samples => "samples",
+            Stream::Spans => "spans",
+        }
+    }
+
+    /// Why a table with `schema` is not one of this stream's (None: it is).
+    pub fn schema_problem(self, schema: &Schema) -> Option<String> {
+        let has = |n: &str| schema.field_with_name(n).is_ok();
+        let problem = match self {
+            Stream::Steps if !has("step") => "it has no `step` column",
+            Stream::Steps if has("sample_id") => "it has a `sample_id` column (a samples table)",
+            Stream::Steps if has("span_id") => "it has a `span_id` column (a spans table)",
+            Stream::Samples if !has("step") || !has("sample_id") => "it lacks the `step` and `sample_id` columns of a samples table",
+            Stream::Spans if !has("span_id") || !has("start_time") => "it lacks the `span_id` and `start_time` columns of a spans table",
+            _ => return None,
+        };
+        Some(format!("not a {} table: {problem}", self.name()))
+    }
+}
+
+/// The part files of a stream directory, opened and judged, and what else it holds.
+pub struct Parts {
+    /// Readable parts of this stream, in index order.
+    pub parts: Vec<(u64, ParquetFile)>,
+    /// Parts that could not be opened or whose footer is damaged, with the error.
+    pub damaged: Vec<(u64, SkippedFile)>,
+    pub foreign: Vec<SkippedFile>,
+    /// Shard files (`shard-NNNNN.parquet`), unopened: only `samples/` has them.
+    pub shards: Vec<(u64, PathBuf)>,
+    /// The highest part index on disk, whatever the file (a writer must not reuse it).
+    pub max_index: Option<u64>,
+}
+
+/// Lists and opens the parts of `dir`. `compacted` is a name that lives in the directory
+/// and is the caller's (`spans.parquet`); anything else unrecognised is foreign. A part that
+/// vanished meanwhile is `NotFound` (the callers retry: a compaction moved it).
+pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> io::Result<Parts> {
+    let listing = list_stream_dir(dir)?;
+    let expected = match stream {
+        Stream::Samples => "part-NNNNN.parquet or shard-NNNNN.parquet",
+        Stream::Steps | Stream::Spans => "part-NNNNN.parquet",
+    };
+    let mut out = Parts { parts: Vec::new(), damaged: Vec::new(), foreign: Vec::new(), shards: Vec::new(), max_index: None };
+    for path in listing.others {
+        if compacted.is_some_and(|c| path.file_name().is_some_and(|n| n == c)) {
+            continue;
+        }
+        out.foreign.push(SkippedFile { path, reason: format!("not a file rlprobe writes in {}/ (it writes {expected})", stream.name()) });
+    }
+    if stream == Stream::Samples {
+        out.shards = listing.shards;
+    } else {
+        for (_, path) in listing.shards {
+            out.foreign.push(SkippedFile { path, reason: format!("not a file rlprobe writes in {}/ (it writes {expected})", stream.name()) });
+        }
+    }
+    for (index, path) in listing.parts {
+        out.max_index = out.max_index.max(Some(index));
+        match ParquetFile::open(&path) {
+            Ok(file) => match stream.schema_problem(&file.schema()) {
+                Some(reason) => out.foreign.push(SkippedFile { path, reason }),
+                None => out.parts.push((index, file)),
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
+            Err(e) => out.damaged.push((index, SkippedFile { path, reason: e.to_string() })),
+        }
+    }
+    Ok(out)
+}
+
+/// What a compacted file (a compacted table, or one compaction's shards) says it absorbed:
+/// part names, with their file ids when it recorded them.
+#[derive(Debug, Default, Clone)]
+pub struct Absorbed {
+    pub ids: HashMap<String, Option<String>>,
+    pub next_part: u64,
+}
+
+impl Absorbed {
+    pub fn of(file: &ParquetFile) -> Absorbed {
+        let mut names = Vec::new();
+        let mut ids: Vec<String> = Vec::new();
+        let mut next_part = 0;
+        for (k, v) in file.key_values() {
+            match k.as_str() {
+                META_COMPACTED_PARTS => names = parse_name_list(&v),
+                META_COMPACTED_IDS => ids = parse_name_list(&v),
+                META_NEXT_PART => next_part = v.trim().parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        let with_ids = ids.len() == names.len();
+        let ids = names.into_iter().enumerate().map(|(i, n)| (n, with_ids.then(|| ids[i].clone()).filter(|id| !id.is_empty()))).collect();
+        Absorbed { ids, next_part }
+    }
+
+    pub fn extend(&mut self, other: Absorbed) {
+        self.ids.extend(other.ids);
+        self.next_part = self.next_part.max(other.next_part);
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.ids.contains_key(name)
+    }
+
+    /// The smallest part index above every absorbed name and the recorded next index.
+    pub fn next_part(&self) -> u64 {
+        self.ids.keys().filter_map(|n| part_index(n)).map(|i| i + 1).fold(self.next_part, u64::max)
+    }
+
+    /// The absorbed part that `file` is a copy of under another name (the same file id):
+    /// its rows are already in the compacted file.
+    pub fn copy_of(&self, file: &ParquetFile) -> Option<String> {
+        let id = file.file_id()?;
+        let name = file.name();
+        self.ids.iter().find(|(n, i)| **n != name && i.as_deref() == Some(id.as_str())).map(|(n, _)| n.clone())
+    }
+
+    /// A part on disk under a name this compaction lists, but another file than the one it
+    /// absorbed: the compaction was not of this directory's parts.
+    pub fn conflict<'a>(&self, parts: impl IntoIterator<Item = &'a ParquetFile>) -> Option<String> {
+        parts.into_iter().find_map(|p| {
+            let name = p.name();
+            match (self.ids.get(&name), p.file_id()) {
+                (Some(Some(absorbed)), Some(on_disk)) if *absorbed != on_disk => Some(format!(
+                    "it lists {name} as compacted into it, but the {name} here is another file: it was compacted from another run's parts and would hide this run's {name}"
+                )),
+                _ => None,
+            }
+        })
+    }
+}
+
+/// Parses the JSON array of names (or ids) we write (`["part-00000.parquet",…]`).
+pub fn parse_name_list(v: &str) -> Vec<String> {
+    let inner = v.trim().trim_start_matches('[').trim_end_matches(']');
+    if inner.trim().is_empty() {
+        return Vec::new();
+    }
+    inner.split(',').map(|s| s.trim().trim_matches('"').to_string()).collect()
+}
+
+pub fn name_list_json(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!("[{}]", quoted.join(","))
+}
+
+/// Keeps the first file of each file id, in the given order; later copies become foreign.
+pub fn drop_copies<T>(files: Vec<T>, file_of: impl Fn(&T) -> &ParquetFile, foreign: &mut Vec<SkippedFile>, seen: &mut HashMap<String, String>) -> Vec<T> {
+    let mut kept = Vec::with_capacity(files.len());
+    for f in files {
+        let pf = file_of(&f);
+        match pf.file_id() {
+            Some(id) => match seen.get(&id) {
+                Some(first) => foreign.push(SkippedFile {
+                    path: pf.path.clone(),
+                    reason: format!("a copy of {first} (the same rlprobe.file_id): its rows are read once, from {first}"),
+                }),
+                None => {
+                    seen.insert(id, pf.name());
+                    kept.push(f);
+                }
+            },
+            None => kept.push(f),
+        }
+    }
+    kept
+}
+
+/// The error a read of a stream with damaged files gives: the first, and how many more.
+pub fn damaged_error(damaged: &[SkippedFile]) -> Option<io::Error> {
+    let first = damaged.first()?;
+    let more = match damaged.len() {
+        1 => String::new(),
+        n => format!(" ({} more damaged file(s) in this directory)", n - 1),
+    };
+    Some(io::Error::new(io::ErrorKind::InvalidData, format!("{}{more}", first.reason)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_lists_round_trip() {
+        let names = vec!["part-00000.parquet".to_string(), "part-00002.parquet".to_string()];
+        assert_eq!(parse_name_list(&name_list_json(&names)), names);
+        assert!(parse_name_list("[]").is_empty());
+        assert_eq!(parse_name_list(r#"["", "ab"]"#), vec!["".to_string(), "ab".to_string()]);
+    }
+
+    #[test]
+    fn a_table_of_another_stream_is_named_as_such() {
+        use arrow::datatypes::{DataType, Field};
+        let steps = Schema::new(vec![Field::new("step", DataType::Int64, true), Field::new("loss", DataType::Float64, true)]);
+        let samples = Schema::new(vec![Field::new("step", DataType::Int64, true), Field::new("sample_id", DataType::Utf8, true)]);
+        assert_eq!(Stream::Steps.schema_problem(&steps), None);
+        assert_eq!(Stream::Samples.schema_problem(&samples), None);
+        assert!(Stream::Samples.schema_problem(&steps).unwrap().contains("not a samples table"));
+        assert!(Stream::Steps.schema_problem(&samples).unwrap().contains("a samples table"));
+        assert!(Stream::Spans.schema_problem(&steps).is_some());
+    }
+}
