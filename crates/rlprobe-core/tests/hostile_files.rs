@@ -169,11 +169,18 @@ fn a_file_that_is_not_regular_fails_at_once_naming_it_and_the_other_surfaces_sti
         ("steps.parquet", STEPS_FILE),
         ("samples part", "samples/part-00000.parquet"),
         ("spans part", "spans/part-00000.parquet"),
+        // a finished capture's spans: skipped without a word before
+        ("spans of a captured trial", "trials/hello.0123456789ab/spans.parquet"),
     ];
     for (surface, rel) in surfaces {
         for (kind, called) in HOSTILE {
             let dir = sample_run("not-regular");
             let target = dir.join(rel);
+            if rel.starts_with("trials/") {
+                let capture = target.parent().unwrap();
+                fs::create_dir_all(capture).unwrap();
+                fs::write(capture.join("capture.json"), b"{}").unwrap();
+            }
             make_hostile(&target, kind);
             let case = format!("{surface} as {kind}");
             let d = dir.clone();

@@ -65,7 +65,9 @@ pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
             continue;
         }
         let path = entry.path().join(CAPTURE_SPANS_FILE);
-        if path.is_file() && entry.path().join(CAPTURE_MANIFEST_FILE).is_file() {
+        // a finished capture (its manifest written last) with anything at its span file's
+        // name: a FIFO or a directory there is opened and reported by name, never skipped
+        if path.symlink_metadata().is_ok() && entry.path().join(CAPTURE_MANIFEST_FILE).is_file() {
             paths.push(path);
         }
     }
