@@ -163,6 +163,11 @@ export interface NativeDiagnosis {
   /** Logged points (step rows) diagnosed. */
   points: number
   samples: number
+  /**
+   * Why the samples could not be read (a damaged file, named), when they could not: the
+   * diagnosis then has no sample evidence, and says so.
+   */
+  samplesError?: string
   findings: Array<NativeFinding>
   skipped: Array<NativeSkipped>
   ran: Array<string>

@@ -79,6 +79,9 @@ pub struct NativeDiagnosis {
     /// Logged points (step rows) diagnosed.
     pub points: u32,
     pub samples: u32,
+    /// Why the samples could not be read (a damaged file, named), when they could not: the
+    /// diagnosis then has no sample evidence, and says so.
+    pub samples_error: Option<String>,
     pub findings: Vec<NativeFinding>,
     pub skipped: Vec<NativeSkipped>,
     pub ran: Vec<String>,
@@ -167,16 +170,23 @@ fn diagnose_dir(dir: PathBuf, options: Option<NativeDoctorOptions>) -> Result<Na
     drop(table);
     run.resolution = o.resolution.unwrap_or_default().into_iter().collect();
     run.kl_per_token = o.kl_per_token.unwrap_or(true);
-    // samples are evidence, not the diagnosis: an unreadable sample file degrades to none
-    if let Some(Ok(mut s)) = samples {
-        rlprobe_doctor::live::sort_samples(&mut s);
-        run.samples = Some(s);
+    // samples are evidence, not the diagnosis: an unreadable sample file degrades to none,
+    // and the diagnosis says which file and why
+    let mut samples_error = None;
+    match samples {
+        Some(Ok(mut s)) => {
+            rlprobe_doctor::live::sort_samples(&mut s);
+            run.samples = Some(s);
+        }
+        Some(Err(e)) => samples_error = Some(e.to_string()),
+        None => {}
     }
     let samples = run.samples.as_ref().map_or(0, |s| s.len()) as u32;
     let d = rlprobe_doctor::diagnose(&run, o.since);
     Ok(NativeDiagnosis {
         points: d.points as u32,
         samples,
+        samples_error,
         findings: d.findings.into_iter().map(Into::into).collect(),
         skipped: d.skipped.into_iter().map(|s| NativeSkipped { detector: s.detector.into(), codes: s.codes.iter().map(|c| c.to_string()).collect(), reason: s.reason }).collect(),
         ran: d.ran.into_iter().map(Into::into).collect(),

@@ -197,6 +197,20 @@ describe('a damaged surface is reported and the rest is shown', () => {
     assert.match(md.stdout, /20 steps/);
   });
 
+  test('a damaged sample file: probe doctor diagnoses the steps and names the file it could not read', async () => {
+    const dir = copyRun();
+    const file = path.join(dir, firstPart(dir, 'samples'));
+    damage(file);
+    const json = await runCli(['doctor', dir, '--json']);
+    assert.equal(json.code, 0, json.stderr);
+    const d = JSON.parse(json.stdout) as { points: number; samples: number; samples_error: string | null };
+    assert.equal(d.points, 20);
+    assert.equal(d.samples, 0);
+    assert.ok(d.samples_error?.includes(file), `the diagnosis names the damaged file: ${d.samples_error}`);
+    const text = await runCli(['doctor', dir]);
+    assert.match(text.stdout, new RegExp(`Samples unreadable, so no finding cites sample evidence: .*${path.basename(file)}`));
+  });
+
   test('a copied steps part is read once and listed as foreign', async () => {
     const dir = copyRun();
     const part = path.join(dir, firstPart(dir, 'steps'));

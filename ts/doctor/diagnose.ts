@@ -24,6 +24,8 @@ export interface Diagnosis {
   /** Logged points (step rows) diagnosed. */
   points: number;
   samples: number;
+  /** Why no sample could be read (a damaged file, named); the findings then carry no sample evidence. */
+  samples_error: string | null;
   /** Most severe first. */
   findings: Finding[];
   skipped: SkippedDetector[];
@@ -68,7 +70,15 @@ function nativeOptions(reader: RunReader, options: DiagnoseOptions): NativeDocto
 }
 
 function diagnosisOf(reader: RunReader, d: NativeDiagnosis): Diagnosis {
-  return { run_dir: reader.runDir, points: d.points, samples: d.samples, findings: d.findings.map(findingOf), skipped: d.skipped, ran: d.ran };
+  return {
+    run_dir: reader.runDir,
+    points: d.points,
+    samples: d.samples,
+    samples_error: d.samplesError ?? null,
+    findings: d.findings.map(findingOf),
+    skipped: d.skipped,
+    ran: d.ran,
+  };
 }
 
 /** Runs every detector over the run (rank 0's steps and samples). */

@@ -32,6 +32,10 @@ export function formatDiagnosis(d: Diagnosis): string {
     const shown = new Set(d.findings.map((f) => f.code));
     for (const f of d.findings) out.push(formatFinding(f, shown));
   }
+  if (d.samples_error !== null) {
+    out.push('');
+    out.push(`Samples unreadable, so no finding cites sample evidence: ${d.samples_error}`);
+  }
   if (d.skipped.length > 0) {
     out.push('');
     out.push(`Not checked (no usable input), ${d.skipped.length} detector(s):`);
