@@ -65,6 +65,13 @@ pub fn lock_run_for_writing(run_dir: &Path) -> io::Result<WriterLock> {
     Ok(WriterLock { _file: file })
 }
 
+/// A filesystem that has no advisory locks (some network filesystems answer ENOLCK or
+/// "unsupported"): recording goes on unguarded, and the caller says so.
+pub fn locks_unsupported(e: &io::Error) -> bool {
+    const ENOLCK: i32 = 37; // Linux
+    e.kind() == io::ErrorKind::Unsupported || (cfg!(target_os = "linux") && e.raw_os_error() == Some(ENOLCK))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +87,15 @@ mod tests {
         assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
         drop(first);
         lock_run_for_writing(&dir).expect("free again once the holder is gone");
+    }
+
+    #[test]
+    fn a_filesystem_without_locks_is_told_apart_from_a_held_lock() {
+        assert!(locks_unsupported(&io::Error::from(io::ErrorKind::Unsupported)));
+        if cfg!(target_os = "linux") {
+            assert!(locks_unsupported(&io::Error::from_raw_os_error(37)), "ENOLCK");
+        }
+        assert!(!locks_unsupported(&io::Error::from(io::ErrorKind::ResourceBusy)));
+        assert!(!locks_unsupported(&io::Error::from(io::ErrorKind::PermissionDenied)));
     }
 }

@@ -402,7 +402,17 @@ impl Recorder {
     pub fn open(opts: RecorderOptions) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(&opts.run_dir)?;
         // first: a second writer must be refused before it touches anything
-        let writer_lock = lock_run_for_writing(&opts.run_dir)?;
+        let (writer_lock, unguarded) = match lock_run_for_writing(&opts.run_dir) {
+            Ok(lock) => (Some(lock), None),
+            Err(e) if lock::locks_unsupported(&e) => (
+                None,
+                Some(format!(
+                    "the filesystem of {} has no advisory locks ({e}): recording without the one-writer guard, so a second recorder on this directory would not be refused",
+                    opts.run_dir.display()
+                )),
+            ),
+            Err(e) => return Err(e),
+        };
         // part directories are created by their first part (a run killed before its
         // manifest is written holds no step directory)
         remove_stray_temps(&opts.run_dir.join(STEPS_PARTS_DIR), ".part-")?;
@@ -438,6 +448,10 @@ impl Recorder {
             span_queue_bytes: opts.span_queue_bytes.max(1),
             health: Mutex::new(Health::default()),
         });
+        if let Some(message) = unguarded {
+            eprintln!("rlprobe: {message}");
+            lock(&shared.pending_events).push_back(event_line("recorder_error", None, opts.rank, &message, "{}"));
+        }
         let steps = StepStream {
             consumer,
             registry: Registry::default(),
@@ -688,8 +702,8 @@ fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
 }
 
 impl RunDirWatch {
-    fn new(run_dir: &Path, lock: WriterLock) -> Self {
-        RunDirWatch { identity: dir_identity(run_dir), manifest: None, lock: Some(lock) }
+    fn new(run_dir: &Path, lock: Option<WriterLock>) -> Self {
+        RunDirWatch { identity: dir_identity(run_dir), manifest: None, lock }
     }
 }
 
@@ -867,6 +881,7 @@ impl WriterThread {
                 self.run_dir.lock = None;
                 match lock_run_for_writing(run_dir) {
                     Ok(l) => self.run_dir.lock = Some(l),
+                    Err(e) if lock::locks_unsupported(&e) => {} // unguarded from the start, said at open
                     Err(e) => self.shared.write_failed(format!("re-locking the recreated run directory failed: {e}"), Lost::default()),
                 }
                 self.run_dir.identity = dir_identity(run_dir);
