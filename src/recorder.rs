@@ -120,6 +120,9 @@ pub struct NativeColumnId {
 /// hot path cannot afford. Thread-local, because a recorder belongs to the JS thread (main
 /// or worker) that created it, its queue's only producer.
 struct Slot {
+    /// Unique for the process's life: a handle is reused once its slot is freed, and a
+    /// teardown hook must close the recorder it was registered for, not a later one.
+    id: u64,
     recorder: Recorder,
     /// The JS encoder's reusable slot buffer; `pushStep(h, n)` reads its first n slots.
     scratch: Option<Float64Array>,
@@ -167,9 +170,11 @@ impl NativeRecorder {
             None => None,
         };
         let recorder = Recorder::open(o).map_err(io_err)?;
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let handle = SLOTS.with(|slots| {
             let mut slots = slots.borrow_mut();
-            let slot = Some(Slot { recorder, scratch: None, doctor });
+            let slot = Some(Slot { id, recorder, scratch: None, doctor });
             match slots.iter().position(Option::is_none) {
                 Some(free) => {
                     slots[free] = slot;
@@ -182,9 +187,9 @@ impl NativeRecorder {
             }
         });
         if options.close_on_teardown == Some(true) {
-            let what = (handle as u32, options.rank as i64, options.thread_id.unwrap_or(0));
+            let what = (handle as u32, id, options.rank as i64, options.thread_id.unwrap_or(0));
             // no JS runs after teardown: this is the last moment the recording can be closed
-            env.add_env_cleanup_hook(what, |(handle, rank, thread_id)| close_on_teardown(handle, rank, thread_id))?;
+            env.add_env_cleanup_hook(what, |(handle, id, rank, thread_id)| close_on_teardown(handle, id, rank, thread_id))?;
         }
         Ok(NativeRecorder { handle: handle as u32 })
     }
@@ -348,11 +353,11 @@ impl NativeRecorder {
 
 /// The environment of a worker is going away with its recorder open: record why, then
 /// flush and compact within a bound (Node joins the worker's thread before it exits).
-fn close_on_teardown(handle: u32, rank: i64, thread_id: u32) {
+fn close_on_teardown(handle: u32, id: u64, rank: i64, thread_id: u32) {
     let _ = SLOTS.try_with(|slots| {
         let Ok(mut slots) = slots.try_borrow_mut() else { return };
         let Some(Some(slot)) = slots.get_mut(handle as usize) else { return };
-        if slot.recorder.is_stopping() {
+        if slot.id != id || slot.recorder.is_stopping() {
             return; // closed by the facade (its own exit hooks, or the main thread's relay)
         }
         let c = slot.recorder.counters();

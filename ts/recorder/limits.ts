@@ -1,5 +1,8 @@
 /** Bounds that keep one pathological record from hurting the run. */
 
+/** Columns a recording holds; matches MAX_COLUMNS in crates/rlprobe-core/src/schema.rs. */
+export const MAX_COLUMNS = 4096;
+
 /** Longest list field (kl_positional); matches MAX_LIST_LEN in the Rust encoding. */
 export const MAX_LIST_LEN = 65_536;
 /** Largest encoded record, in f64 slots. */

@@ -281,13 +281,16 @@ export class Recorder implements CrashHookTarget {
     );
     this.native = nativeRecorder;
     let runId: string;
+    let resumedRun = existing;
     try {
-      runId = existing ? existing.runId : this.writeNewManifest();
+      // a writer that finished between our look and our lock may have left a run here
+      resumedRun ??= this.existingManifest();
+      runId = resumedRun ? resumedRun.runId : this.writeNewManifest();
     } catch (error) {
       nativeRecorder.close(false, 1000); // let go of the directory
       throw error;
     }
-    const resumed = existing !== null;
+    const resumed = resumedRun !== null;
     this.handle = nativeRecorder.handle;
     this.ring = native(() => sharedRing(nativeRecorder));
     this.wakeEvery = native(() => nativeRecorder.wakeEvery());

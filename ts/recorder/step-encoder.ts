@@ -14,7 +14,7 @@
  *   word. Steady state allocates nothing.
  */
 
-import { MAX_LIST_LEN, MAX_SLOTS } from './limits.js';
+import { MAX_COLUMNS, MAX_LIST_LEN, MAX_SLOTS } from './limits.js';
 import { compileShape, MAX_SHAPES } from './shape-compiler.js';
 import type { CompiledShape, ShapeField } from './shape-compiler.js';
 
@@ -226,6 +226,12 @@ export class StepEncoder {
       kind = this.registrar.kindOf(key) as ColumnKind;
     } catch (error) {
       this.refuse(fieldForErrors, nativeMessage(error), undefined);
+      return null;
+    }
+    // more new keys than a recording can hold at all: refuse now rather than walk (and
+    // check natively) every further key; registerAll makes the exact check
+    if (this.pendingKeys.length >= MAX_COLUMNS) {
+      this.refuse('record', `the record would add more than ${MAX_COLUMNS} new columns (limit ${MAX_COLUMNS}); nothing of it was added`, undefined);
       return null;
     }
     const index = this.pendingKeys.push(key) - 1;

@@ -11,6 +11,9 @@ pub struct EventLog {
     line: Vec<u8>,
     dirty: bool,
     last_sync: Instant,
+    /// A failed append (a full disk) may have left part of its line: the next line starts
+    /// on a new one, so only the torn fragment is unreadable, not the line after it.
+    torn: bool,
 }
 
 impl EventLog {
@@ -28,15 +31,22 @@ impl EventLog {
                 file.write_all(b"\n")?;
             }
         }
-        Ok(EventLog { file, line: Vec::with_capacity(512), dirty: false, last_sync: Instant::now() })
+        Ok(EventLog { file, line: Vec::with_capacity(512), dirty: false, last_sync: Instant::now(), torn: false })
     }
 
     /// Appends one line (a newline is added) in a single write.
     pub fn append(&mut self, json: &str) -> io::Result<()> {
         self.line.clear();
+        if self.torn {
+            self.line.push(b'\n');
+        }
         self.line.extend_from_slice(json.trim_end_matches('\n').as_bytes());
         self.line.push(b'\n');
-        self.file.write_all(&self.line)?;
+        if let Err(e) = self.file.write_all(&self.line) {
+            self.torn = true;
+            return Err(e);
+        }
+        self.torn = false;
         self.dirty = true;
         Ok(())
     }

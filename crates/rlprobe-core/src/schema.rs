@@ -164,16 +164,12 @@ impl Registry {
     /// registry as it found it.
     pub fn register_all(&mut self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>, String> {
         let mut resolved = Vec::with_capacity(keys.len());
-        let mut new_names: Vec<&str> = Vec::new();
         for key in keys {
             let (name, kind) = resolve_step_key(key).map_err(|e| format!("`{key}`: {e}"))?;
             resolved.push((name, kind));
         }
-        for (name, _) in &resolved {
-            if !self.by_name.contains_key(name) && !new_names.contains(&name.as_str()) {
-                new_names.push(name);
-            }
-        }
+        let new_names: std::collections::HashSet<&str> =
+            resolved.iter().map(|(n, _)| n.as_str()).filter(|n| !self.by_name.contains_key(*n)).collect();
         if self.defs.len() + new_names.len() > MAX_COLUMNS {
             return Err(format!(
                 "the record would add {} new columns to the {} the run has (limit {MAX_COLUMNS}); nothing of it was added",

@@ -161,6 +161,35 @@ fn a_run_directory_removed_mid_run_is_recreated_openable_and_reported() {
     assert_eq!(t.rows, 10, "the recreated run opens, with what was recorded after");
 }
 
+#[test]
+fn a_removed_run_directory_another_recorder_took_is_left_to_it() {
+    let dir = tempdir("removed-taken");
+    let mut a = Recorder::open(opts(&dir, 10)).unwrap();
+    fs::write(dir.join(MANIFEST_FILE), b"{\"run_id\":\"a\"}").unwrap();
+    for s in 0..10 {
+        push_step(&a, s);
+    }
+    assert!(a.flush(Duration::from_secs(30)));
+    // the directory is deleted and the job restarted while the old process lives on
+    fs::remove_dir_all(&dir).unwrap();
+    let mut b = Recorder::open(opts(&dir, 10)).unwrap();
+    fs::write(dir.join(MANIFEST_FILE), b"{\"run_id\":\"b\"}").unwrap();
+    for s in 100..110 {
+        push_step(&a, s);
+    }
+    assert!(!a.flush(Duration::from_secs(30)), "a says its rows are lost");
+    assert!(a.last_error().unwrap().contains("already being recorded"), "{:?}", a.last_error());
+    for s in 0..5 {
+        push_step(&b, s);
+    }
+    b.close(true, Duration::from_secs(30)).unwrap();
+    assert_eq!(fs::read(dir.join(MANIFEST_FILE)).unwrap(), b"{\"run_id\":\"b\"}", "b's manifest left alone");
+    let ca = a.close(false, Duration::from_secs(30)).unwrap().counters;
+    assert_eq!((ca.written, ca.dropped), (0, 20), "a's rows: 10 gone with the directory, 10 refused a place");
+    assert_eq!(read_steps(&dir, None).unwrap().rows, 5, "only b's steps in b's run");
+    assert!(!events(&dir).iter().any(|l| l.contains("was removed")), "a wrote nothing into b's events");
+}
+
 /// A tmpfs of `kib` KiB mounted for one test, unmounted when dropped.
 struct SmallDisk(PathBuf);
 
@@ -221,6 +250,8 @@ fn a_full_disk_is_counted_reported_and_written_down_once_space_returns() {
     assert!(rec.flush(Duration::from_secs(30)), "writing works again");
     let ev = events(&dir);
     let outage = ev.iter().find(|l| l.contains("writing failed")).expect("the outage written down once space returned");
+    assert!(outage.starts_with("{\"timestamp\":") && outage.ends_with('}'), "a whole line, not glued to a torn one: {outage}");
+    assert_eq!(ev.iter().filter(|l| l.contains("writing failed")).count(), 1, "one outage, reported once: {ev:?}");
     assert!(outage.contains("recorder_error") && outage.contains("\"steps\":30"), "{outage}");
     assert!(ev.iter().any(|l| l.contains("recorder_drops") && l.contains("write_failed") && l.contains("\"count\":30")), "{ev:?}");
     let report = rec.close(true, Duration::from_secs(30)).unwrap();

@@ -75,6 +75,10 @@ pub struct Health {
     /// Failed writes since the recorder opened.
     pub failures: u64,
     outage: Option<Outage>,
+    /// A part file was published since the outage's last failure. An event line that goes
+    /// through proves little (a full disk still takes a line in a file's last page), so an
+    /// outage that lost rows is over only once a part is published again.
+    part_since_failure: bool,
     last_stderr: Option<Instant>,
     held_back: u64,
 }
@@ -83,6 +87,7 @@ impl Health {
     /// Notes a failed write; returns the stderr line to print now, if the rate allows one.
     pub fn failed(&mut self, run_dir: &str, error: &str, lost: Lost) -> Option<String> {
         self.failures += 1;
+        self.part_since_failure = false;
         let now = now_unix_seconds();
         let o = self.outage.get_or_insert_with(|| Outage {
             since: now,
@@ -110,8 +115,20 @@ impl Health {
         Some(if held > 0 { format!("{text} ({held} more such messages held back)") } else { text })
     }
 
-    /// The outage to write down now (put it back with `restore` if that write fails).
+    /// A part file was published.
+    pub fn part_published(&mut self) {
+        self.part_since_failure = true;
+    }
+
+    /// The outage to write down now, once writing works again (put it back with
+    /// `restore` if that write fails): for lost rows, a part published since the last
+    /// failure; for lost events only, the report's own line going through.
     pub fn take_outage(&mut self) -> Option<Outage> {
+        let o = self.outage.as_ref()?;
+        let rows_lost = o.lost.steps + o.lost.samples + o.lost.spans > 0;
+        if rows_lost && !self.part_since_failure {
+            return None;
+        }
         self.outage.take()
     }
 
@@ -139,6 +156,8 @@ mod tests {
         let first = h.failed("/r", "disk full", Lost { steps: 200, ..Lost::default() });
         assert!(first.unwrap().contains("/r: disk full"));
         assert!(h.failed("/r", "disk full again", Lost { samples: 3, ..Lost::default() }).is_none(), "rate-limited");
+        assert!(h.take_outage().is_none(), "rows lost: not over until a part is published");
+        h.part_published();
         let o = h.take_outage().unwrap();
         assert_eq!((o.failures, o.lost.steps, o.lost.samples), (2, 200, 3));
         assert_eq!(o.first_error, "disk full");
@@ -147,8 +166,17 @@ mod tests {
         assert!(data.contains("\"lost\":{\"steps\":200,\"samples\":3"), "{data}");
         h.failed("/r", "later", Lost { steps: 1, ..Lost::default() });
         h.restore(o);
+        assert!(h.take_outage().is_none(), "a new failure: wait for a part again");
+        h.part_published();
         let merged = h.take_outage().unwrap();
         assert_eq!((merged.failures, merged.lost.steps, merged.first_error.as_str()), (3, 201, "disk full"));
         assert_eq!(h.failures, 3);
+    }
+
+    #[test]
+    fn an_outage_that_lost_only_events_is_over_when_its_report_goes_through() {
+        let mut h = Health::default();
+        h.failed("/r", "events.jsonl: disk full", Lost { events: 2, ..Lost::default() });
+        assert_eq!(h.take_outage().map(|o| o.lost.events), Some(2));
     }
 }

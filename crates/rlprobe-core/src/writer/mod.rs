@@ -279,6 +279,13 @@ impl Shared {
         &self.counters.writer.tally[kind.index()]
     }
 
+    /// Grows with every loss: a failed write, rows or events lost to one, to a caught
+    /// panic or to the run directory's removal. A flush that saw it grow says so.
+    fn loss_mark(&self) -> u64 {
+        let w = &self.counters.writer;
+        w.tally.iter().map(|t| t.lost.load(Acquire)).sum::<u64>() + w.events_lost.load(Acquire) + w.write_failures.load(Acquire)
+    }
+
     fn snapshot(&self) -> CountersSnapshot {
         let c = &self.counters;
         let [steps, samples, spans] = &c.writer.tally;
@@ -326,7 +333,8 @@ impl Shared {
             if let Err(e) = log.append(line) {
                 drop(log);
                 let lost = (total - i) as u64;
-                bump(&self.counters.writer.events_lost, lost);
+                // fetch_add: the JS thread writes crash-class events itself (write_event_now)
+                self.counters.writer.events_lost.fetch_add(lost, AcqRel);
                 self.write_failed(format!("{lost} events lost: appending to {EVENTS_FILE} failed: {e}"), Lost { events: lost, ..Lost::default() });
                 return Err(e);
             }
@@ -338,7 +346,7 @@ impl Shared {
     /// A write failed: counted, remembered as the last error, printed to stderr
     /// (rate-limited), and written to events.jsonl once writing works again.
     fn write_failed(&self, message: String, lost: Lost) {
-        bump(&self.counters.writer.write_failures, 1);
+        self.counters.writer.write_failures.fetch_add(1, AcqRel);
         let line = lock(&self.health).failed(&self.run_dir.display().to_string(), &message, lost);
         if let Some(line) = line {
             eprintln!("{line}");
@@ -393,8 +401,8 @@ pub struct Recorder {
     wake_every: u64,
     since_wake: Cell<u64>,
     run_dir: PathBuf,
-    /// Write failures when the last flush returned: a flush reports the ones since.
-    failures_at_last_flush: Cell<u64>,
+    /// `Shared::loss_mark` when the last flush returned: a flush reports losses since.
+    losses_at_last_flush: Cell<u64>,
 }
 
 impl Recorder {
@@ -478,7 +486,7 @@ impl Recorder {
             wake_every,
             since_wake: Cell::new(0),
             run_dir: opts.run_dir,
-            failures_at_last_flush: Cell::new(0),
+            losses_at_last_flush: Cell::new(0),
         })
     }
 
@@ -598,8 +606,9 @@ impl Recorder {
     }
 
     /// Asks the writer to publish everything queued so far and fsync events; waits at most
-    /// `timeout`. True when done and nothing failed to write since the previous flush (a
-    /// full disk, a removed run directory: see `counters().write_failures`, `last_error`).
+    /// `timeout`. True when done and nothing was lost since the previous flush (a failed
+    /// write — a full disk —, a removed run directory, a caught panic: see
+    /// `counters().write_failures`, `dropped` and `last_error`).
     pub fn flush(&self, timeout: Duration) -> bool {
         let target = {
             let mut c = lock(&self.shared.control);
@@ -620,8 +629,8 @@ impl Recorder {
             c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
         }
         drop(c);
-        let failures = self.shared.counters.writer.write_failures.load(Acquire);
-        failures == self.failures_at_last_flush.replace(failures)
+        let losses = self.shared.loss_mark();
+        losses == self.losses_at_last_flush.replace(losses)
     }
 
     /// Flushes, optionally compacts, and stops the writer. Waits at most `timeout`;
@@ -686,6 +695,18 @@ struct RunDirWatch {
     /// manifest.json's bytes, read once it exists (the facade writes it after `open`).
     manifest: Option<Vec<u8>>,
     lock: Option<WriterLock>,
+    /// Set when the recreated directory turned out to be another recorder's: why nothing
+    /// more is written (every row from then on is counted as lost).
+    orphaned: Option<String>,
+}
+
+/// manifest.json's bytes once it exists and is a regular file (a FIFO there must not hang
+/// the writer); at most 64 MiB.
+fn read_manifest(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    crate::regular_file::open_regular(path).ok()?.take(64 << 20).read_to_end(&mut bytes).ok()?;
+    (!bytes.is_empty()).then_some(bytes)
 }
 
 fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
@@ -703,7 +724,7 @@ fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
 
 impl RunDirWatch {
     fn new(run_dir: &Path, lock: Option<WriterLock>) -> Self {
-        RunDirWatch { identity: dir_identity(run_dir), manifest: None, lock }
+        RunDirWatch { identity: dir_identity(run_dir), manifest: None, lock, orphaned: None }
     }
 }
 
@@ -824,12 +845,16 @@ impl WriterThread {
         };
         let dir = self.opts.run_dir.join(kind.dir());
         let name = part_name(self.next_parts[kind.index()]);
-        let result = write_part(&dir, &name, &part);
+        let result = match &self.run_dir.orphaned {
+            Some(why) => Err(std::io::Error::other(why.clone())),
+            None => write_part(&dir, &name, &part),
+        };
         stream.settle();
         match result {
             Ok(()) => {
                 self.next_parts[kind.index()] += 1;
                 bump(&tally.written, rows);
+                lock(&self.shared.health).part_published();
                 if let (Part::Steps(table), Some(tap)) = (&part, &self.opts.step_tap) {
                     (tap.0)(table);
                 }
@@ -851,7 +876,7 @@ impl WriterThread {
     fn watch_run_dir(&mut self) {
         let run_dir = &self.opts.run_dir;
         if self.run_dir.manifest.is_none() {
-            self.run_dir.manifest = std::fs::read(run_dir.join(MANIFEST_FILE)).ok().filter(|b| !b.is_empty());
+            self.run_dir.manifest = read_manifest(&run_dir.join(MANIFEST_FILE));
         }
         let now = dir_identity(run_dir);
         if now.is_some() && (now == self.run_dir.identity || self.run_dir.identity.is_none()) {
@@ -865,28 +890,40 @@ impl WriterThread {
             gone[kind.index()] = tally.written.swap(0, AcqRel);
             bump(&tally.lost, gone[kind.index()]);
         }
+        let what = if now.is_none() { "was removed (or moved away)" } else { "was replaced by another directory" };
+        let lost_rows = format!("{} steps, {} samples and {} spans published before are gone with it", gone[0], gone[1], gone[2]);
+        let lost = Lost { steps: gone[0], samples: gone[1], spans: gone[2], events: 0 };
+        if let Err(e) = std::fs::create_dir_all(run_dir) {
+            self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and recreating it failed: {e}", run_dir.display()), lost);
+            return;
+        }
+        // from here the directory at the path is the one we look at (a failure below must
+        // not make the next pass take our own parts for another directory's)
+        self.run_dir.identity = dir_identity(run_dir);
+        // the old lock went with the old directory; another recorder may hold the new one
+        // (a restarted job): then nothing of ours goes there, not even the manifest
+        self.run_dir.lock = None;
+        match lock_run_for_writing(run_dir) {
+            Ok(l) => self.run_dir.lock = Some(l),
+            Err(e) if lock::locks_unsupported(&e) => {} // unguarded from the start, said at open
+            Err(e) => {
+                let why = format!("the run directory {} {what} while recording ({lost_rows}); {e}; this recorder writes nothing more", run_dir.display());
+                self.run_dir.orphaned = Some(why.clone());
+                self.shared.write_failed(why, lost);
+                return;
+            }
+        }
         let restore = || -> std::io::Result<()> {
-            std::fs::create_dir_all(run_dir)?;
             if let Some(manifest) = &self.run_dir.manifest {
                 write_file_atomic(&run_dir.join(MANIFEST_FILE), manifest)?;
             }
             *lock(&self.shared.event_log) = EventLog::open(&run_dir.join(EVENTS_FILE))?;
             Ok(())
         };
-        let what = if now.is_none() { "was removed (or moved away)" } else { "was replaced by another directory" };
-        let lost_rows = format!("{} steps, {} samples and {} spans published before are gone with it", gone[0], gone[1], gone[2]);
         match restore() {
             Ok(()) => {
-                // the old lock went with the old directory: take the new one's
-                self.run_dir.lock = None;
-                match lock_run_for_writing(run_dir) {
-                    Ok(l) => self.run_dir.lock = Some(l),
-                    Err(e) if lock::locks_unsupported(&e) => {} // unguarded from the start, said at open
-                    Err(e) => self.shared.write_failed(format!("re-locking the recreated run directory failed: {e}"), Lost::default()),
-                }
-                self.run_dir.identity = dir_identity(run_dir);
                 // rows were lost: a flush spanning this must not report success
-                bump(&self.shared.counters.writer.write_failures, 1);
+                self.shared.counters.writer.write_failures.fetch_add(1, AcqRel);
                 self.shared.record_error(format!(
                     "the run directory {} {what} while recording: {lost_rows}; recreated it with {}manifest.json and events.jsonl so what is recorded from now on stays readable",
                     run_dir.display(),
@@ -894,8 +931,7 @@ impl WriterThread {
                 ));
             }
             Err(e) => {
-                let lost = Lost { steps: gone[0], samples: gone[1], spans: gone[2], events: 0 };
-                self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and recreating it failed: {e}", run_dir.display()), lost);
+                self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and restoring its manifest and events failed: {e}", run_dir.display()), lost);
             }
         }
     }
