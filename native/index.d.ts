@@ -450,6 +450,12 @@ export declare function stepFiles(runDir: string): NativeStepFiles
  * Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
  * spans in `encoded` (the recorder's wire form). Returns how many it holds.
  */
+/**
+ * Commits every written file of `dir`'s filesystem to disk in one syncfs(2), on the libuv
+ * pool (Linux; elsewhere it rejects and callers fsync each file).
+ */
+export declare function syncFilesystemAsync(dir: string): Promise<void>
+
 export declare function writeCaptureSpans(runDir: string, key: string, encoded: Uint8Array): number
 
 /** Writes a file atomically (temporary, fsync, rename, fsync of the directory). */

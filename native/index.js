@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, spanFiles, stepColumnKind, stepColumns, stepFieldSpecs, stepFiles, writeCaptureSpans, writeFileAtomic } = nativeBinding
+const { NativeRecorder, NativeSampleCursor, compactSamples, compactSpans, compactSteps, debugPanic, diagnoseRun, diagnoseRunAsync, doctorDetectors, pushStep, readSpans, readSteps, sampleFiles, selectSamplesAsync, selectSamplesSync, spanCounts, spanFiles, stepColumnKind, stepColumns, stepFieldSpecs, stepFiles, syncFilesystemAsync, writeCaptureSpans, writeFileAtomic } = nativeBinding
 export { NativeRecorder }
 export { NativeSampleCursor }
 export { compactSamples }
@@ -795,6 +795,7 @@ export { stepColumnKind }
 export { stepColumns }
 export { stepFieldSpecs }
 export { stepFiles }
+export { syncFilesystemAsync }
 export { writeCaptureSpans }
 export { writeFileAtomic }
 export const __napiBindingTarget = __napiLoadedBindingTarget

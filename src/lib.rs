@@ -76,6 +76,30 @@ pub fn write_file_atomic(path: String, contents: String) -> Result<()> {
     rlprobe_core::atomic::write_file_atomic(&PathBuf::from(path), contents.as_bytes()).map_err(io_err)
 }
 
+pub struct SyncFilesystemTask {
+    dir: PathBuf,
+}
+
+impl Task for SyncFilesystemTask {
+    type Output = ();
+    type JsValue = ();
+
+    fn compute(&mut self) -> Result<()> {
+        rlprobe_core::atomic::sync_filesystem(&self.dir).map_err(io_err)
+    }
+
+    fn resolve(&mut self, _env: Env, _output: ()) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Commits every written file of `dir`'s filesystem to disk in one syncfs(2), on the libuv
+/// pool (Linux; elsewhere it rejects and callers fsync each file).
+#[napi(catch_unwind)]
+pub fn sync_filesystem_async(dir: String) -> AsyncTask<SyncFilesystemTask> {
+    AsyncTask::new(SyncFilesystemTask { dir: PathBuf::from(dir) })
+}
+
 /// Panics on purpose, so the tests can show a Rust panic surfaces as a JS error.
 #[napi(catch_unwind)]
 pub fn debug_panic(message: String) -> Result<()> {

@@ -22,6 +22,7 @@ export {
   stepFiles,
   stepFieldSpecs,
   writeFileAtomic,
+  syncFilesystemAsync,
   debugPanic,
   diagnoseRun,
   diagnoseRunAsync,

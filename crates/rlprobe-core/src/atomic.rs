@@ -68,6 +68,27 @@ pub fn retry_while_files_move<T>(mut open: impl FnMut() -> io::Result<T>) -> io:
     Err(last.unwrap_or_else(|| io::Error::other("files kept changing")))
 }
 
+/// Commits every written file of `dir`'s filesystem to stable storage in one call
+/// (syncfs(2)): for thousands of small files far cheaper than an fsync each, which pays a
+/// journal commit per file. Linux only; elsewhere `Unsupported` (fsync each file instead).
+pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let d = File::open(dir)?;
+        // SAFETY: a valid descriptor, owned by `d` for the call's duration
+        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
 /// Writes bytes atomically (the manifest).
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -123,6 +144,17 @@ mod tests {
         assert!(err.is_err());
         let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec!["a.parquet"], "no temporary and no final file after a failure");
+    }
+
+    #[test]
+    fn a_filesystem_is_synced_or_says_it_cannot_be() {
+        let dir = tempdir("syncfs");
+        fs::write(dir.join("f"), b"x").unwrap();
+        match sync_filesystem(&dir) {
+            Ok(()) => assert!(cfg!(target_os = "linux")),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}"),
+        }
+        assert!(sync_filesystem(&dir.join("missing")).is_err());
     }
 
     #[test]
