@@ -689,6 +689,20 @@ describe('ATIF leniency', () => {
     assert.ok(future.warnings.some((w) => w.includes('unknown ATIF minor version')));
     assert.deepEqual(atifVersion({ schema_version: 'ATIF-v1.0', steps: [] }), { format: 'ATIF-v1.0', known: true });
   });
+  test('ctx.maxSpans: the first spans kept (a whole tree), the rest counted exactly; summary and totals cover the whole document', () => {
+    const { doc, dir } = fixturePlan('terminus-2-golden/context-summarization-subagents-v1.7');
+    const full = planTrajectory(doc, diskCtx(dir)).plan!;
+    assert.equal(full.spansCut, undefined, 'nothing cut without a budget');
+    for (const max of [0, 1, 7, full.spans.length - 1, full.spans.length]) {
+      const cut = planTrajectory(doc, { ...diskCtx(dir), maxSpans: max }).plan!;
+      assert.deepEqual(cut.spans, full.spans.slice(0, max), `maxSpans ${max}: the first spans, as planned without a budget`);
+      assert.equal(cut.spansCut ?? 0, full.spans.length - max, `maxSpans ${max}`);
+      assert.deepEqual(cut.summary, full.summary, `maxSpans ${max}: counts and totals of the whole document`);
+      assert.deepEqual(cut.referencedFiles, full.referencedFiles);
+      const kept = new Set(cut.spans.map((s) => s.path));
+      for (const s of cut.spans) if (s.parentPath !== null) assert.ok(kept.has(s.parentPath), `${s.path}: its parent is kept`);
+    }
+  });
 });
 
 // ---- timestamps

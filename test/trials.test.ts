@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 
@@ -19,7 +19,7 @@ import { Recorder, RunReader, captureTrial, compactRun, deliverStaged, expandCap
 import type { CaptureManifest, LedgerEntry, SpanRecord, StagedCapture, TrajectoryParser, TrialCapture } from '../ts/index.js';
 import { unregisterTrajectoryParser } from '../ts/trials/trajectory/plan.js';
 import { rejectsCode, throwsCode } from './helpers/errors.js';
-import { cleanupTempDirs, tempDir } from './helpers/fixtures.js';
+import { INDEX_TS, cleanupTempDirs, runScript, tempDir } from './helpers/fixtures.js';
 import {
   CLAUDE_CODE,
   CONTINUATION,
@@ -118,7 +118,7 @@ describe('a passing trial', () => {
       assert.ok(copy.equals(src), `${e.path}: stored copy byte-identical`);
       bytes += src.length;
     }
-    assert.deepEqual(m.ledger.counts, { collected: expected.size, missing: 0, skipped: 0, unknown: 0 });
+    assert.deepEqual(m.ledger.counts, { collected: expected.size, missing: 0, skipped: 0, unknown: 0, empty: 0 });
     assert.equal(m.ledger.bytes, bytes);
     // the capture directory holds the manifest, the copies and the span file, nothing else
     assert.deepEqual(readdirSync(path.join(run, 'trials', m.capture_key)).sort(), ['capture.json', 'files', 'spans.parquet']);
@@ -308,7 +308,7 @@ describe('a failed trial', () => {
     const exFile = entryOf(m, 'exception.txt');
     assert.equal(exFile.status, 'collected');
     assert.equal(exFile.sha256, sha256(TRACEBACK));
-    assert.deepEqual(m.ledger.counts, { collected: 5, missing: 0, skipped: 0, unknown: 1 });
+    assert.deepEqual(m.ledger.counts, { collected: 5, missing: 0, skipped: 0, unknown: 1, empty: 0 });
 
     const rollout = rolloutOf(captureSpans(run, m));
     assert.equal(rollout.status, 'error');
@@ -487,7 +487,7 @@ describe('declared artifacts', () => {
       assert.match(e.reason ?? '', /refused/, `${p}: ${e.reason}`);
       assert.match(e.reason ?? '', why, `${p}: ${e.reason}`);
     }
-    assert.deepEqual(m.ledger.counts, { collected: 5, missing: 3, skipped: 3, unknown: 0 });
+    assert.deepEqual(m.ledger.counts, { collected: 5, missing: 3, skipped: 3, unknown: 0, empty: 0 });
 
     // nothing outside the trial was copied, and nothing was written outside the run
     const after = listAll(root).filter((p) => p !== 'run' && !p.startsWith('run/'));
@@ -668,7 +668,7 @@ describe('symbolic links, hidden entries, special and oversized files', () => {
     assert.equal(cache.status, 'skipped');
     noEntry(m, /^agent\/\.cache\//);
     assert.equal(entryOf(m, 'agent/log.txt').status, 'collected');
-    assert.deepEqual(m.ledger.counts, { collected: 2, missing: 0, skipped: 3, unknown: 0 });
+    assert.deepEqual(m.ledger.counts, { collected: 2, missing: 0, skipped: 3, unknown: 0, empty: 0 });
     assert.deepEqual(filesContaining(run, token), [], 'no hidden content under the run directory');
     assert.deepEqual(listFiles(path.join(run, 'trials', m.capture_key, 'files')), ['agent/log.txt', 'result.json']);
   });
@@ -1930,5 +1930,427 @@ describe('one writer per capture', () => {
     assert.throws(() => expandCapture(run, key), /being written by pid 1 on elsewhere/);
     rmSync(lock);
     assert.equal(RunReader.open(run).trials().length, 1);
+  });
+});
+
+// =====================================================================================
+// issue 15: turn times, malformed results, hostile directories, bounds, delivery cost
+
+describe('turns without timestamps', () => {
+  it('are laid end to end over the trial\'s time and flagged time_estimated, not each given the whole trial', async () => {
+    const { root, run } = await setup('untimed');
+    const trial = path.join(root, 'untimed__Unt1m3d');
+    const doc = smallAtif('untimed', [0, 1, 1, 2]);
+    for (const s of doc.steps as Record<string, unknown>[]) delete s.timestamp;
+    writeTree(trial, {
+      'result.json': { id: 'untimed-1', trial_name: 'untimed__Unt1m3d', started_at: '2025-11-01T10:00:00Z', finished_at: '2025-11-01T10:10:00Z' },
+      'agent/trajectory.json': doc,
+    });
+    const m = await captureTrial(trial, { run, step: 1 });
+    const spans = captureSpans(run, m);
+    const t0 = Date.UTC(2025, 10, 1, 10, 0, 0) / 1000;
+    const width = 600 / 4; // four turns over the ten minutes
+    const turns = ofKind(spans, 'turn').sort((a, b) => a.start_time - b.start_time);
+    assert.deepEqual(
+      turns.map((t) => [t.name, t.start_time, t.end_time, t.attributes.time_estimated]),
+      [0, 1, 2, 3].map((i) => [turns[i].name, t0 + i * width, t0 + (i + 1) * width, true]),
+    );
+    assert.deepEqual(turns.map((t) => t.name), ['user #1', 'agent #2', 'agent #3', 'agent #4']);
+    // a turn's tool calls share its estimated range
+    const byId = new Map(spans.map((s) => [s.span_id, s]));
+    const calls = ofKind(spans, 'tool_call');
+    assert.equal(calls.length, 4);
+    for (const c of calls) {
+      const turn = byId.get(c.parent_id!)!;
+      assert.deepEqual([c.start_time, c.end_time, c.attributes.time_estimated], [turn.start_time, turn.end_time, true], c.name);
+    }
+  });
+
+  it('a trial without an end (unfinished): all at the start, flagged, never spread past what is known', async () => {
+    const { root, run } = await setup('untimed-open');
+    const trial = path.join(root, 'open__0pen000');
+    const doc = smallAtif('open', [0, 0, 0]);
+    for (const s of doc.steps as Record<string, unknown>[]) delete s.timestamp;
+    writeTree(trial, { 'config.json': { trial_name: 'open__0pen000' }, 'agent/trajectory.json': doc });
+    const m = await captureTrial(trial, { run, step: 1 });
+    const spans = captureSpans(run, m);
+    const rollout = rolloutOf(spans);
+    assert.equal(rollout.end_time, null);
+    for (const t of ofKind(spans, 'turn')) assert.deepEqual([t.start_time, t.end_time, t.attributes.time_estimated], [rollout.start_time, rollout.start_time, true], t.name);
+  });
+});
+
+describe('a malformed result.json is reported, never silently ignored', () => {
+  /** Captures a trial whose result.json is `result` (text as is, else JSON). */
+  async function captureWithResult(label: string, result: string | Record<string, unknown>, extra: Record<string, string | Record<string, unknown>> = {}): Promise<{ m: CaptureManifest; run: string }> {
+    const { root, run } = await setup(`badresult-${label}`);
+    const trial = path.join(root, `bad-result__${label}`);
+    writeTree(trial, { 'config.json': { trial_name: `bad-result__${label}` }, 'agent/log.txt': 'x\n', ...extra });
+    writeFileSync(path.join(trial, 'result.json'), typeof result === 'string' ? result : JSON.stringify(result));
+    return { m: await captureTrial(trial, { run, step: 1 }), run };
+  }
+
+  function warned(m: CaptureManifest, ...patterns: RegExp[]): void {
+    const warnings = m.trial.warnings;
+    assert.ok(Array.isArray(warnings), 'trial.warnings is a list');
+    for (const p of patterns) assert.ok(warnings.some((w) => p.test(w)), `a warning matching ${p}; got ${JSON.stringify(warnings)}`);
+  }
+
+  it('truncated: says it is not valid JSON and why; result.json is still collected', async () => {
+    const full = JSON.stringify(passResult('trunc-1', 'bad-result__trunc'));
+    const { m } = await captureWithResult('trunc', full.slice(0, Math.floor(full.length / 2)));
+    warned(m, /^result\.json: not valid JSON \(.+\); nothing read from it$/);
+    assert.equal(m.trial.id, null);
+    assert.equal(entryOf(m, 'result.json').status, 'collected');
+  });
+
+  it('wrong types: each field named with its value, the rest still read', async () => {
+    const { m } = await captureWithResult('types', {
+      id: 12345,
+      trial_name: ['not', 'a', 'string'],
+      task_name: 'task-ok',
+      started_at: 17,
+      finished_at: 'yesterday',
+      agent_info: 'claude',
+      verifier_result: { rewards: { reward: 1 } },
+      step_results: { a: 1 },
+    });
+    warned(
+      m,
+      /^result\.json: id is a number \(12345\), expected a string; ignored$/,
+      /^result\.json: trial_name is an array, expected a string; ignored$/,
+      /^result\.json: started_at is a number \(17\), expected a timestamp string; ignored$/,
+      /^result\.json: finished_at "yesterday" is not a timestamp; ignored$/,
+      /^result\.json: agent_info is a string \("claude"\), expected an object; ignored$/,
+      /^result\.json: step_results is an object, expected a list; ignored$/,
+    );
+    assert.equal(m.trial.task_name, 'task-ok');
+    assert.deepEqual(m.trial.rewards, { reward: 1 });
+    assert.equal(m.trial.name, 'bad-result__types', 'the name from config.json');
+  });
+
+  it('exception_info as a string: kept as the exception message, the rollout an error, and said so', async () => {
+    const { m, run } = await captureWithResult('exstr', { id: 'exstr-1', trial_name: 'bad-result__exstr', exception_info: 'AgentTimeoutError: took too long' });
+    warned(m, /^result\.json: exception_info is a string, expected an object; kept as the exception message$/);
+    assert.equal(m.trial.exception?.message, 'AgentTimeoutError: took too long');
+    const rollout = rolloutOf(captureSpans(run, m));
+    assert.equal(rollout.status, 'error');
+    assert.match(rollout.error ?? '', /took too long/);
+  });
+
+  it('string rewards: a numeric string is read as its number and said so; rewards as one string is reported', async () => {
+    const { m } = await captureWithResult('rstr', { id: 'rstr-1', trial_name: 'bad-result__rstr', verifier_result: { rewards: { reward: '0.75', passed: 'yes' } } });
+    warned(m, /^result\.json: verifier_result\.rewards\.reward is a string \("0\.75"\); read as 0\.75$/, /^result\.json: verifier_result\.rewards\.passed is a string \("yes"\), not a number; dropped$/);
+    assert.deepEqual(m.trial.rewards, { reward: 0.75 });
+    const { m: m2 } = await captureWithResult('rstr2', { id: 'rstr-2', trial_name: 'bad-result__rstr2', verifier_result: { rewards: '1.0' } }, { 'verifier/reward.txt': '1\n' });
+    warned(m2, /^result\.json: verifier_result\.rewards is a string \("1\.0"\), expected an object of named numbers; ignored$/);
+    assert.equal(m2.trial.reward_source, 'verifier/reward.txt');
+  });
+
+  it('nested rewards: each nested value is named and dropped; trial show prints the warnings', async () => {
+    const { m, run } = await captureWithResult('nested', { id: 'nested-1', trial_name: 'bad-result__nested', verifier_result: { rewards: { reward: { value: 1 }, tests: [1, 0], ok: 1 } } });
+    warned(m, /^result\.json: verifier_result\.rewards\.reward is an object, not a number; dropped$/, /^result\.json: verifier_result\.rewards\.tests is an array, not a number; dropped$/);
+    assert.deepEqual(m.trial.rewards, { ok: 1 });
+    const show = await probe(['trial', 'show', run, m.capture_key]);
+    assertCli(show, 0, 'trial show');
+    assert.match(show.stdout, /warnings +result\.json: verifier_result\.rewards\.reward is an object, not a number; dropped/);
+  });
+});
+
+describe('hostile trial directories', () => {
+  it('a Harbor job directory is refused, naming it and the trial directories to capture instead', async () => {
+    const { root, run } = await setup('jobdir');
+    const job = path.join(root, 'jobs', '2025-11-01__10-00-00');
+    writeTree(job, {
+      'config.json': { job_name: '2025-11-01__10-00-00', jobs_dir: 'jobs', n_attempts: 1, agents: [{ name: 'claude-code' }], datasets: [] },
+      'result.json': { id: 'job-1', started_at: '2025-11-01T10:00:00Z', finished_at: '2025-11-01T11:00:00Z', n_total_trials: 2, stats: { n_trials: 2, n_errors: 0 } },
+      'job.log': 'job log\n',
+    });
+    for (const t of ['hello-world__AbC1234', 'fix-bug__XyZ9876']) {
+      writeTree(path.join(job, t), { 'config.json': { trial_name: t }, 'result.json': { id: `${t}-id`, trial_name: t }, 'agent/log.txt': 'x\n', 'trial.log': 'y\n' });
+    }
+    const why = new RegExp(`^${job.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is a Harbor job directory, not a trial: it holds 2 trial directories \\(fix-bug__XyZ9876, hello-world__AbC1234\\); capture each of them`);
+    await rejectsCode(captureTrial(job, { run, step: 1 }), 'RLPROBE_NOT_A_TRIAL', why);
+    await rejectsCode(stageTrial(job, { to: path.join(root, 'spool'), step: 1 }), 'RLPROBE_NOT_A_TRIAL', why);
+    const cli = await probe(['trial', 'capture', job, '--run', run, '--step', '1']);
+    assertCli(cli, 1, 'capture of a job directory');
+    assert.match(cli.stderr, /is a Harbor job directory/);
+    assert.match(cli.stderr, new RegExp(`e\\.g\\. probe trial capture ${path.join(job, 'fix-bug__XyZ9876').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.equal(existsSync(path.join(run, 'trials')), false, 'nothing captured');
+    // one of its trials is captured as usual
+    const m = await captureTrial(path.join(job, 'hello-world__AbC1234'), { run, step: 1 });
+    assert.equal(m.trial.id, 'hello-world__AbC1234-id');
+  });
+
+  it('a declared directory that exists but is empty is reported empty, not missing', async () => {
+    const { root, run } = await setup('emptydir');
+    const trial = path.join(root, 'empty__Empty00');
+    writeTree(trial, {
+      'result.json': { id: 'empty-1', trial_name: 'empty__Empty00' },
+      'artifacts/manifest.json': [
+        { source: '/out', destination: 'artifacts/out', type: 'directory', status: 'ok' },
+        { source: '/hid', destination: 'artifacts/hid', type: 'directory', status: 'ok' },
+        { source: '/gone', destination: 'artifacts/gone', type: 'directory', status: 'ok' },
+      ],
+      'artifacts/hid/.only-hidden': 'h\n',
+    });
+    mkdirSync(path.join(trial, 'artifacts', 'out'));
+    const m = await captureTrial(trial, { run, step: 1 });
+    const out = entryOf(m, 'artifacts/out');
+    assert.equal(out.status, 'empty');
+    assert.match(out.reason ?? '', /declared by artifacts\/manifest\.json; the directory exists but holds no files/);
+    const hid = entryOf(m, 'artifacts/hid');
+    assert.equal(hid.status, 'empty');
+    assert.match(hid.reason ?? '', /holds no collectable file \(1 skipped entry under it\)/);
+    assert.equal(entryOf(m, 'artifacts/hid/.only-hidden').status, 'skipped');
+    assert.equal(entryOf(m, 'artifacts/gone').status, 'missing', 'a directory that is not there is still missing');
+    assert.deepEqual(m.ledger.counts, { collected: 2, missing: 1, skipped: 1, unknown: 1, empty: 2 });
+    const show = await probe(['trial', 'show', run, m.capture_key]);
+    assert.match(show.stdout, /files: 2 collected \([^)]*\), 1 missing, 1 skipped, 1 unknown, 2 empty/);
+  });
+
+  it('a 255-byte file name is collected (capture and delivery); a name that is not UTF-8 is skipped with the reason, never missing', async () => {
+    const { root, run } = await setup('names');
+    const trial = path.join(root, 'names__N4mes00');
+    const long = `${'n'.repeat(251)}.txt`;
+    assert.equal(Buffer.byteLength(long), 255);
+    writeTree(trial, { 'result.json': { id: 'names-1', trial_name: 'names__N4mes00' }, [`artifacts/${long}`]: 'long name\n' });
+    // a file and a directory whose names are not valid UTF-8 (Latin-1 bytes)
+    const dirB = Buffer.from(path.join(trial, 'artifacts'));
+    writeFileSync(Buffer.concat([dirB, Buffer.from('/caf\xe9.txt', 'latin1')]), 'latin-1 name\n');
+    mkdirSync(Buffer.concat([dirB, Buffer.from('/d\xefr', 'latin1')]));
+    writeFileSync(Buffer.concat([dirB, Buffer.from('/d\xefr/inner.txt', 'latin1')]), 'inner\n');
+
+    const m = await captureTrial(trial, { run, step: 1 });
+    const l = entryOf(m, `artifacts/${long}`);
+    assert.equal(l.status, 'collected', l.reason ?? '');
+    assert.equal(readFileSync(path.join(run, 'trials', m.capture_key, 'files', 'artifacts', long), 'utf8'), 'long name\n');
+    const bad = m.ledger.entries.filter((e) => e.path.startsWith('artifacts/') && e.path !== `artifacts/${long}`);
+    assert.deepEqual(bad.map((e) => [e.path, e.status]), [['artifacts/caf\\xe9.txt', 'skipped'], ['artifacts/d\\xefr', 'skipped']]);
+    for (const e of bad) assert.match(e.reason ?? '', /name is not valid UTF-8 \(bytes [0-9a-f ]+\): not representable in the ledger; (not entered|not copied)/, e.path);
+    assert.equal(m.ledger.counts.missing, 0);
+
+    const { dir } = await stageTrial(trial, { to: path.join(root, 'spool'), step: 1 });
+    const run2 = await makeRun(path.join(root, 'run2'), 'names-2');
+    const [d] = await deliverStaged(dir, { run: run2 });
+    assert.equal(d.status, 'delivered', JSON.stringify(d.unconfirmed));
+    assert.equal(readFileSync(path.join(run2, 'trials', m.capture_key, 'files', 'artifacts', long), 'utf8'), 'long name\n');
+  });
+
+  it('a run directory inside the trial directory is skipped with the reason, not captured into itself', async () => {
+    const root = tempDir('rlprobe-trials-runinside-');
+    const trial = path.join(root, 'inside__Ins1de0');
+    writeTree(trial, { 'result.json': { id: 'inside-1', trial_name: 'inside__Ins1de0' }, 'agent/log.txt': 'x\n' });
+    const run = await makeRun(path.join(trial, 'probe-run'), 'inside');
+    const m = await captureTrial(trial, { run, step: 1 });
+    const e = entryOf(m, 'probe-run');
+    assert.equal(e.status, 'skipped');
+    assert.match(e.reason ?? '', /the run directory this capture writes into: not entered/);
+    noEntry(m, /^probe-run\//);
+    assert.deepEqual(listFiles(path.join(run, 'trials', m.capture_key, 'files')), ['agent/log.txt', 'result.json']);
+    // capturing again does not pick up the first capture either
+    const m2 = await captureTrial(trial, { run, step: 1 });
+    assert.equal(m2.ledger.counts.collected, 2);
+    // a staging directory inside the trial: the same, once it exists (staged a second time)
+    const trial2 = path.join(root, 'inside__Ins1de2');
+    writeTree(trial2, { 'result.json': { id: 'inside-2', trial_name: 'inside__Ins1de2' }, 'agent/log.txt': 'x\n' });
+    await stageTrial(trial2, { to: path.join(trial2, 'spool'), step: 1 });
+    const { staged } = await stageTrial(trial2, { to: path.join(trial2, 'spool'), step: 1 });
+    assert.match(staged.collection.entries.find((x) => x.path === 'spool')?.reason ?? '', /the staging directory this capture writes into: not entered/);
+    assert.equal(staged.collection.counts.collected, 2);
+  });
+
+  it('an artifacts manifest that cannot be read is reported: its declarations were not checked', async () => {
+    const { root, run } = await setup('badmanifest');
+    const trial = path.join(root, 'badman__B4dMan0');
+    writeTree(trial, { 'result.json': { id: 'badman-1', trial_name: 'badman__B4dMan0' }, 'artifacts/manifest.json': '[{"source": "/out", "destination": "artifacts/ou', 'steps/s1/artifacts/manifest.json': { artifacts: 'all' } });
+    const m = await captureTrial(trial, { run, step: 1 });
+    assert.ok(m.trial.warnings.some((w) => /^artifacts\/manifest\.json: not valid JSON \(.+\); its declarations are not checked$/.test(w)), JSON.stringify(m.trial.warnings));
+    assert.ok(m.trial.warnings.includes('steps/s1/artifacts/manifest.json: the document is an object, expected a list of artifacts; its declarations are not checked'), JSON.stringify(m.trial.warnings));
+    assert.equal(entryOf(m, 'artifacts/manifest.json').status, 'collected');
+  });
+
+  it('an unknown ATIF version keeps its version string in the manifest', async () => {
+    const { root, run } = await setup('atif-future');
+    const trial = path.join(root, 'future__Futur30');
+    writeTree(trial, { 'result.json': { id: 'future-1', trial_name: 'future__Futur30' }, 'agent/trajectory.json': { ...smallAtif('f', [1]), schema_version: 'ATIF-v9.9' } });
+    const m = await captureTrial(trial, { run, step: 1 });
+    const [t] = m.trajectories;
+    assert.equal(t.status, 'raw');
+    assert.equal(t.format, 'ATIF-v9.9');
+    assert.match(t.reason ?? '', /ATIF-v9\.9/);
+    const list = await probe(['trial', 'list', run]);
+    assert.match(list.stdout, /agent\/trajectory\.json captured raw \(ATIF-v9\.9\)/);
+  });
+});
+
+describe('bounds', () => {
+  /** A trial of `n` artifacts under `a/` (they sort before agent/), `links` symlinks, `absent` declared-absent files. */
+  function manyFiles(dir: string, id: string, n: number, links = 0, absent = 0): void {
+    const name = path.basename(dir);
+    writeTree(dir, {
+      'result.json': { id, trial_name: name },
+      'config.json': { trial_name: name, artifacts: Array.from({ length: absent }, (_, i) => `/out/absent-${String(i).padStart(3, '0')}.json`) },
+      'agent/trajectory.json': smallAtif(id, [1, 1]),
+    });
+    mkdirSync(path.join(dir, 'a'), { recursive: true });
+    for (let i = 0; i < n; i++) writeFileSync(path.join(dir, 'a', `f${String(i).padStart(4, '0')}.txt`), `file ${i}\n`);
+    for (let i = 0; i < links; i++) symlinkSync('/etc/hostname', path.join(dir, 'a', `link${String(i).padStart(3, '0')}`));
+  }
+
+  it('capture.json lists the first 20 entries per reason and counts the rest; ledger.jsonl holds every entry', async () => {
+    const { root, run } = await setup('ledger-bound');
+    const trial = path.join(root, 'many__M4ny0000');
+    manyFiles(trial, 'many-1', 150, 30, 25);
+    const m = await captureTrial(trial, { run, step: 1 });
+    const l = m.ledger;
+    assert.deepEqual(l.counts, { collected: 153, missing: 25, skipped: 30, unknown: 1, empty: 0 });
+    // listed: 20 collected, 20 symlinks, 20 declared-absent, the one unknown reward
+    const groups = new Map<string, LedgerEntry[]>();
+    for (const e of l.entries) groups.set(`${e.status}/${e.reason_code}`, [...(groups.get(`${e.status}/${e.reason_code}`) ?? []), e]);
+    assert.deepEqual(
+      [...groups].map(([k, v]) => [k, v.length]).sort(),
+      [['collected/null', 20], ['missing/declared_absent', 20], ['skipped/symlink', 20], ['unknown/no_reward', 1]],
+    );
+    assert.deepEqual(groups.get('collected/null')!.map((e) => e.path), Array.from({ length: 20 }, (_, i) => `a/f${String(i).padStart(4, '0')}.txt`), 'the first 20 by path');
+    assert.deepEqual(
+      l.by_reason.map((r) => [r.status, r.reason_code, r.count, r.listed]).sort(),
+      [['collected', null, 153, 20], ['missing', 'declared_absent', 25, 20], ['skipped', 'symlink', 30, 20], ['unknown', 'no_reward', 1, 1]],
+    );
+    assert.deepEqual(l.by_role.other, { collected: 150, missing: 0, skipped: 30, unknown: 0, empty: 0 }, 'a/ holds files of no Harbor role');
+    assert.deepEqual(l.by_role.artifact, { collected: 0, missing: 25, skipped: 0, unknown: 0, empty: 0 });
+    assert.equal(l.total, 209);
+    assert.equal(l.omitted, 209 - 61);
+    assert.equal(l.entries_file, 'ledger.jsonl');
+    // the full list, one entry per line, sorted by path, sha256 for every collected file
+    const lines = readFileSync(path.join(run, 'trials', m.capture_key, 'ledger.jsonl'), 'utf8').trimEnd().split('\n').map((x) => JSON.parse(x) as LedgerEntry);
+    assert.equal(lines.length, 209);
+    assert.deepEqual(lines.map((e) => e.path), [...lines.map((e) => e.path)].sort());
+    for (const e of lines.filter((x) => x.status === 'collected')) assert.equal(e.sha256, sha256(readFileSync(path.join(trial, ...e.path.split('/')))), e.path);
+    for (const e of l.entries) assert.deepEqual(e, lines.find((x) => x.path === e.path), `${e.path}: listed as in the full ledger`);
+
+    // the manifest does not grow with the number of files
+    const size = (r: string, key: string) => statSync(path.join(r, 'trials', key, 'capture.json')).size;
+    const trial2 = path.join(root, 'many__M4ny0002');
+    manyFiles(trial2, 'many-2', 600, 30, 25);
+    const m2 = await captureTrial(trial2, { run, step: 2 });
+    assert.ok(Math.abs(size(run, m2.capture_key) - size(run, m.capture_key)) < 200, `capture.json ${size(run, m.capture_key)} vs ${size(run, m2.capture_key)} bytes`);
+
+    // a trajectory past the listed entries is still expanded again (expand reads the full ledger)
+    assert.ok(!l.entries.some((e) => e.path === 'agent/trajectory.json'), 'the trajectory is not among the listed entries');
+    const again = expandCapture(run, m.capture_key);
+    assert.equal(again.trajectories[0].status, 'expanded');
+    assert.equal(again.spans.count, m.spans.count);
+  });
+
+  it('trial show prints a bounded summary; --files lists every entry', async () => {
+    const { root, run } = await setup('show-bound');
+    const small = path.join(root, 'many__Sm4ll00');
+    const big = path.join(root, 'many__B1g0000');
+    manyFiles(small, 'small-1', 100, 5, 2);
+    manyFiles(big, 'big-1', 800, 5, 2);
+    const ms = await captureTrial(small, { run, step: 1 });
+    const mb = await captureTrial(big, { run, step: 2 });
+    const a = await probe(['trial', 'show', run, ms.capture_key]);
+    const b = await probe(['trial', 'show', run, mb.capture_key]);
+    assertCli(b, 0, 'trial show');
+    assert.equal(b.stdout.split('\n').length, a.stdout.split('\n').length, 'as many lines for 800 files as for 100');
+    assert.match(b.stdout, /files: 803 collected/);
+    assert.match(b.stdout, /… 783 more collected \(--files lists all\)/);
+    assert.match(b.stdout, /by role +config 1 collected; result 1 collected; trajectory 1 collected; reward 1 unknown; artifact 2 missing; other 800 collected, 5 skipped\n/);
+    const all = await probe(['trial', 'show', run, mb.capture_key, '--files']);
+    assertCli(all, 0, 'trial show --files');
+    for (let i = 0; i < 800; i += 97) assert.match(all.stdout, new RegExp(`collected +other .* a/f${String(i).padStart(4, '0')}\\.txt\\n`));
+    assert.equal(all.stdout.match(/^ +collected /gm)?.length, 803);
+    const json = JSON.parse((await probe(['trial', 'show', run, mb.capture_key, '--json'])).stdout) as TrialCapture;
+    assert.equal(json.ledger.entries.length, 20 + 2 + 5 + 1);
+  });
+
+  it('spans beyond maxSpans are cut, counted and reported; the tree stays whole', async () => {
+    const { root, run } = await setup('span-cap');
+    const trial = path.join(root, PASS_NAME);
+    buildPassingTrial(trial);
+    const m = await captureTrial(trial, { run, step: 1, maxSpans: 10 });
+    assert.equal(m.spans.count, 10);
+    assert.equal(m.spans.cut, 15, '25 planned (rollout + 12 turns + 12 tool calls), 10 kept');
+    assert.equal(m.trajectories[0].spans_cut, 15);
+    assert.ok(m.trajectories[0].warnings.some((w) => /15 spans beyond the limit of 10 spans per capture were not written/.test(w)), JSON.stringify(m.trajectories[0].warnings));
+    const spans = captureSpans(run, m);
+    assert.equal(spans.length, 10);
+    const ids = new Set(spans.map((s) => s.span_id));
+    for (const s of spans) if (s.parent_id !== null) assert.ok(ids.has(s.parent_id), `${s.name}: its parent was kept`);
+    assert.equal(rolloutOf(spans).attributes.spans_cut, 15);
+    const show = await probe(['trial', 'show', run, m.capture_key]);
+    assert.match(show.stdout, /\nspans \(10; 15 cut at the limit of 10\):\n/);
+    const line = await probe(['trial', 'capture', trial, '--run', run, '--step', '1', '--max-spans', '10']);
+    assertCli(line, 0, 'capture --max-spans');
+    assert.match(line.stdout, /; 10 spans \(15 cut\)\n$/);
+  });
+
+  it('the default limit: a 30,000-step trajectory keeps 50,000 spans and says 10,001 were cut', async () => {
+    const { root, run } = await setup('span-cap-default');
+    const trial = path.join(root, 'long__L0ng0000');
+    writeTree(trial, { 'result.json': { id: 'long-1', trial_name: 'long__L0ng0000' }, 'agent/trajectory.json': smallAtif('long', new Array<number>(30_000).fill(1)) });
+    const m = await captureTrial(trial, { run, step: 1 });
+    assert.equal(m.trajectories[0].turns, 30_000);
+    assert.equal(m.spans.count, 50_000);
+    assert.equal(m.spans.cut, 10_001);
+  });
+
+  it('a large file is copied in chunks, never held whole in memory', async () => {
+    const root = tempDir('rlprobe-trials-bigfile-');
+    const trial = path.join(root, 'bigfile__B1gF1le');
+    writeTree(trial, { 'result.json': { id: 'bigfile-1', trial_name: 'bigfile__B1gF1le' } });
+    const big = path.join(trial, 'artifacts', 'big.bin');
+    mkdirSync(path.dirname(big), { recursive: true });
+    const fd = openSync(big, 'w');
+    for (let i = 0; i < 24; i++) writeSync(fd, randomBytes(8 << 20)); // 192 MiB
+    closeSync(fd);
+    const code = `
+      import { Recorder, captureTrial } from ${JSON.stringify(INDEX_TS)};
+      import { readFileSync } from 'node:fs';
+      const hwm = () => Number(/VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+      const [trial, run] = process.argv.slice(1);
+      await new Recorder(run, { runId: 'bigfile', captureEnvironment: false, installHandlers: false }).close();
+      const before = hwm();
+      const m = await captureTrial(trial, { run, step: 1 });
+      console.log(JSON.stringify({ grew: hwm() - before, entry: m.ledger.entries.find((e) => e.path === 'artifacts/big.bin') }));
+    `;
+    const r = await runScript(code, [trial, path.join(root, 'run')]);
+    assert.equal(r.code, 0, r.stderr);
+    const { grew, entry } = JSON.parse(r.stdout.trim().split('\n').pop()!) as { grew: number; entry: LedgerEntry };
+    assert.equal(entry.status, 'collected');
+    assert.equal(entry.size, 192 << 20);
+    assert.equal(entry.sha256, sha256(readFileSync(big)));
+    assert.ok(grew < 64 << 20, `peak memory grew by ${(grew / 1048576).toFixed(0)} MiB copying a 192 MiB file`);
+  });
+});
+
+describe('delivery cost', () => {
+  it('delivering 1,000 files writes each byte about once, not the staged record once per file', async () => {
+    const { root, run } = await setup('deliver-linear');
+    const trial = path.join(root, 'lin__L1near00');
+    writeTree(trial, { 'result.json': { id: 'lin-1', trial_name: 'lin__L1near00' } });
+    mkdirSync(path.join(trial, 'artifacts'), { recursive: true });
+    for (let i = 0; i < 1000; i++) writeFileSync(path.join(trial, 'artifacts', `f${String(i).padStart(4, '0')}.txt`), `${i}`.repeat(50));
+    const { dir, staged } = await stageTrial(trial, { to: path.join(root, 'spool'), step: 1 });
+    const record = statSync(path.join(dir, '.probe-capture.json')).size;
+    // probe trial status lists the first 20 pending files, not all 1,001
+    const status = await probe(['trial', 'status', dir]);
+    assertCli(status, 0, 'trial status');
+    assert.equal(status.stdout.match(/^ +collected +pending /gm)?.length, 20);
+    assert.match(status.stdout, /… 981 more not collected or not delivered \(--files lists all\)/);
+    assert.equal((await probe(['trial', 'status', dir, '--files'])).stdout.match(/^ +collected +pending /gm)?.length, 1001);
+    const wchar = () => Number(/wchar: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+    const before = wchar();
+    const [r] = await deliverStaged(dir, { run });
+    const written = wchar() - before;
+    assert.equal(r.status, 'delivered');
+    assert.equal(r.delivered, 1001);
+    const budget = 2 * staged.collection.bytes + 4 * record + (1 << 20);
+    assert.ok(written < budget, `delivery wrote ${written} bytes; ${staged.collection.bytes} bytes of files and a ${record}-byte record allow ${budget}`);
+    assert.equal(existsSync(path.join(dir, '.probe-capture.journal')), false, 'the journal is folded into the record at the end');
+    const s = stagingStatus(dir)[0].staged;
+    assert.equal(Object.values(s.delivery.files).filter((f) => f.status === 'delivered').length, 1001);
   });
 });

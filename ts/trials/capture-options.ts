@@ -14,7 +14,15 @@ const Common = {
   context: Context.optional(),
   /** Files larger than this are skipped and listed with their size (default 256 MiB). */
   maxFileBytes: z.number().int().positive().optional(),
+  /** Spans written per capture (default DEFAULT_MAX_SPANS); planned spans past it are cut, counted and reported. */
+  maxSpans: z.number().int().positive().optional(),
 };
+
+/**
+ * Spans per capture by default: a long agent run (thousands of turns) fits; a runaway one
+ * (100,000 steps) is cut rather than making every read of the run pay for it.
+ */
+export const DEFAULT_MAX_SPANS = 50_000;
 
 export const CaptureOptionsSchema = z.strictObject({ run: z.string().min(1), ...Common });
 export type CaptureOptions = z.input<typeof CaptureOptionsSchema>;

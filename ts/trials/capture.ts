@@ -16,7 +16,8 @@ import { RlprobeError } from '../errors.js';
 import { CaptureOptionsSchema, parseOptions } from './capture-options.js';
 import type { CaptureOptions } from './capture-options.js';
 import { withCaptureLock, withCaptureLockSync } from './capture-lock.js';
-import { collectTrial, copyCollected, pruneTo } from './collect.js';
+import { collectTrial, copyCollected, outputInside, pruneTo } from './collect.js';
+import { allLedgerEntries } from './ledger-file.js';
 import { CAPTURE_FILE } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
 import { beginCapture, captureDir, captureFilesDir, finishCapture, finishedCaptureOf, runIdOf, supersedeUnfinished } from './run-store.js';
@@ -26,7 +27,7 @@ import { trialStepOf } from './trajectories.js';
 export async function captureTrial(trialDir: string, options: CaptureOptions): Promise<CaptureManifest> {
   const o = parseOptions(CaptureOptionsSchema, 'capture', options);
   runIdOf(o.run); // a run directory, before anything is copied into it
-  const trial = collectTrial(trialDir, o.maxFileBytes);
+  const trial = collectTrial(trialDir, o.maxFileBytes, outputInside(o.run, 'the run directory this capture writes into'));
   const finished = finishedCaptureOf(o.run, trial.info);
   if (finished !== null) {
     throw new RlprobeError('RLPROBE_STATE', `${trialDir} has no result.json, but the run already holds the finished capture of this trial (${finished}): not captured again unfinished`);
@@ -51,6 +52,7 @@ export async function captureTrial(trialDir: string, options: CaptureOptions): P
       stagedAt: null,
       info: trial.info,
       entries,
+      maxSpans: o.maxSpans,
     });
   });
 }
@@ -79,7 +81,9 @@ export function expandCapture(runDir: string, key: string, file?: string): Captu
   // the manifest decides what is read and rewritten: it must be this capture's, and sane
   const problem = m.capture_key !== key ? `capture_key ${JSON.stringify(m.capture_key)} is not its directory's` : stepsProblem(m.trial?.steps);
   if (problem !== null) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${path.join(captureDir(runDir, key), CAPTURE_FILE)}: ${problem}`);
-  const collected = new Set(m.ledger.entries.filter((e) => e.status === 'collected').map((e) => e.path));
+  // every entry: the manifest lists only the first of each reason when there are many
+  const entries = [...allLedgerEntries(captureDir(runDir, key), m.ledger)];
+  const collected = new Set(entries.filter((e) => e.status === 'collected').map((e) => e.path));
   let chosen: string[] | undefined = m.trajectories.map((t) => t.path).filter((p) => collected.has(p));
   if (chosen.length === 0) chosen = undefined;
   if (file !== undefined) {
@@ -100,7 +104,8 @@ export function expandCapture(runDir: string, key: string, file?: string): Captu
     trialDir: m.source.trial_dir,
     stagedAt: m.source.staged_at,
     info: m.trial,
-    entries: m.ledger.entries,
+    entries,
+    maxSpans: m.spans.limit,
   };
   return withCaptureLockSync(runDir, key, () => finishCapture(runDir, facts, chosen));
 }

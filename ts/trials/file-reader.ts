@@ -6,8 +6,11 @@
  */
 import { closeSync, readSync } from 'node:fs';
 
-import { isPlainObject, parsePythonJson } from '../import/python-json.js';
+import { parsePythonJson } from '../import/python-json.js';
 import { openInside } from './open-inside.js';
+
+/** Bytes of a JSON document read whole (result, config, reward, artifacts manifest). */
+export const MAX_DOCUMENT_BYTES = 16 << 20;
 
 export class TrialFileReader {
   /** `regular`: the trial-relative paths the walk found to be regular files; null for a directory we wrote ourselves (a capture's copy). */
@@ -50,17 +53,33 @@ export class TrialFileReader {
 
   /** Parsed JSON (Python's NaN and Infinity tolerated), or undefined. */
   json(rel: string): unknown {
-    const text = this.text(rel);
-    if (text === null) return undefined;
-    try {
-      return parsePythonJson(text);
-    } catch {
-      return undefined;
-    }
+    const doc = this.document(rel);
+    return doc !== null && 'value' in doc ? doc.value : undefined;
   }
 
-  jsonObject(rel: string): Record<string, unknown> | null {
-    const v = this.json(rel);
-    return isPlainObject(v) ? v : null;
+  /**
+   * A JSON document and, when it cannot be read, why: null when the file is absent, else
+   * its value or the error. Documents the trial describes itself with are small; one past
+   * MAX_DOCUMENT_BYTES is refused rather than read into memory.
+   */
+  document(rel: string): { value: unknown } | { problem: string } | null {
+    if (!this.has(rel)) return null;
+    let size: number;
+    try {
+      const { fd, stat } = openInside(this.root, rel);
+      closeSync(fd);
+      size = stat.size;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null; // gone since the walk, or never there (a capture's copy)
+      return { problem: `not readable (${(e as Error).message})` };
+    }
+    if (size > MAX_DOCUMENT_BYTES) return { problem: `too large to read as a document (${size} bytes > ${MAX_DOCUMENT_BYTES})` };
+    const text = this.text(rel);
+    if (text === null) return { problem: 'not readable' };
+    try {
+      return { value: parsePythonJson(text) };
+    } catch (e) {
+      return { problem: `not valid JSON (${(e as Error).message})` };
+    }
   }
 }

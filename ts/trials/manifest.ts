@@ -8,7 +8,8 @@ import type { TrialInfo } from './trial-info.js';
 
 export const CAPTURE_FILE = 'capture.json';
 export const FILES_DIR = 'files';
-export const CAPTURE_FORMAT_VERSION = 1;
+/** 2: the ledger is bounded (ledger.ts), with `ledger.jsonl` beside it when it omits entries. */
+export const CAPTURE_FORMAT_VERSION = 2;
 
 /** One trajectory found in the trial and what became of it. */
 export interface TrajectoryRecord {
@@ -18,6 +19,7 @@ export interface TrajectoryRecord {
   trial_step: string | null;
   /** `expanded`: turned into spans; `raw`: captured but no parser recognised it; `unreadable`: not JSON. */
   status: 'expanded' | 'raw' | 'unreadable';
+  /** The parser's format; for a raw document, the `schema_version` it declares (e.g. an unknown `ATIF-v9.9`), if any. */
   format: string | null;
   parser: string | null;
   reason: string | null;
@@ -31,7 +33,9 @@ export interface TrajectoryRecord {
   session_id: string | null;
   /** Other documents the expansion read (subagents, continuations). */
   referenced_files: string[];
-  /** The first leniency notes of the parser. */
+  /** Planned spans not written: past the capture's span limit (0 when none). */
+  spans_cut: number;
+  /** The first leniency notes of the parser (a cut first). */
   warnings: string[];
 }
 
@@ -57,6 +61,7 @@ export interface CaptureManifest {
   };
   trial: TrialInfo;
   trajectories: TrajectoryRecord[];
-  spans: { rollout_span_id: string; count: number; by_kind: Record<string, number> };
+  /** `count` written, `cut` planned but past `limit` (the rollout and trial_step spans are always written). */
+  spans: { rollout_span_id: string; count: number; by_kind: Record<string, number>; cut: number; limit: number };
   ledger: Ledger;
 }

@@ -1,6 +1,7 @@
 /**
- * Where captures live inside a run: `trials/<capture key>/` with `capture.json`, `files/`
- * and `spans.parquet`. Only this module writes there.
+ * Where captures live inside a run: `trials/<capture key>/` with `capture.json`, `files/`,
+ * `spans.parquet` and, for a ledger too long to list in the manifest, `ledger.jsonl`. Only
+ * this module writes there.
  */
 import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -9,13 +10,15 @@ import path from 'node:path';
 import { native, RlprobeError } from '../errors.js';
 import { writeCaptureSpans } from '../native.js';
 import { captureKeyOf, trialIdentity } from './capture-key.js';
-import { captureSpanRows, encodeRows } from './capture-spans.js';
+import { DEFAULT_MAX_SPANS } from './capture-options.js';
+import { captureSpanRows, encodeRows, rolloutSpanId, trialStepNames } from './capture-spans.js';
 import { makeLedger } from './ledger.js';
 import type { LedgerEntry } from './ledger.js';
+import { allLedgerEntries, LEDGER_FILE, writeLedgerFile } from './ledger-file.js';
 import { CAPTURE_FILE, CAPTURE_FORMAT_VERSION, FILES_DIR } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
 import { hostPath, isCleanRelative } from './safe-path.js';
-import { planTrajectories } from './trajectories.js';
+import { cutSpans, planTrajectories } from './trajectories.js';
 import type { TrialInfo } from './trial-info.js';
 import { writeDurable } from './verified-copy.js';
 
@@ -58,7 +61,10 @@ export interface CaptureFacts {
   trialDir: string;
   stagedAt: string | null;
   info: TrialInfo;
+  /** Every ledger entry (not only those a manifest lists). */
   entries: LedgerEntry[];
+  /** Spans written at most (default DEFAULT_MAX_SPANS). */
+  maxSpans?: number;
 }
 
 export function labelsOf(sampleId: string | null, groupId: string | null): Record<string, string> {
@@ -69,15 +75,19 @@ export function labelsOf(sampleId: string | null, groupId: string | null): Recor
 }
 
 /**
- * Completes a capture whose files are in place: plans the trajectories from the run's copy,
- * replaces the capture's span file, then writes `capture.json` (last: it is what makes the
- * capture visible). `chosen` names the trajectory files to expand (default: one per agent
+ * Completes a capture whose files are in place: plans the trajectories from the run's copy
+ * (cut to the span limit), replaces the capture's span file, writes the full ledger when the
+ * manifest cannot list it, then writes `capture.json` (last: it is what makes the capture
+ * visible). `chosen` names the trajectory files to expand (default: one per agent
  * directory, see `trajectoryFiles`).
  */
 export function finishCapture(runDir: string, facts: CaptureFacts, chosen?: readonly string[]): CaptureManifest {
   const runId = runIdOf(runDir);
   const filesRoot = captureFilesDir(runDir, facts.key);
-  const trajectories = planTrajectories(filesRoot, facts.entries, chosen);
+  // the rollout and one trial_step span per step are always written; the rest share the limit
+  const limit = facts.maxSpans ?? DEFAULT_MAX_SPANS;
+  const trajectories = planTrajectories(filesRoot, facts.entries, chosen, limit - 1 - facts.info.steps.length);
+  const cut = cutSpans(trajectories, limit - 1 - trialStepNames(facts.info, trajectories).length, limit);
   const referenced = new Set(trajectories.flatMap((t) => [t.record.path, ...t.record.referenced_files]));
   const entries = facts.entries.map((e) => (referenced.has(e.path) && e.role !== 'trajectory' ? { ...e, role: 'trajectory' as const } : e));
   const labels = labelsOf(facts.sampleId, facts.groupId);
@@ -93,10 +103,12 @@ export function finishCapture(runDir: string, facts: CaptureFacts, chosen?: read
     filesRoot,
     now: Date.now() / 1000,
     context: facts.context,
+    spansCut: cut,
   });
-  native(() => writeCaptureSpans(runDir, facts.key, encodeRows(rows)));
-  const byKind: Record<string, number> = {};
-  for (const r of rows) byKind[r.kind] = (byKind[r.kind] ?? 0) + 1;
+  const encoded = encodeRows(rows);
+  native(() => writeCaptureSpans(runDir, facts.key, encoded.bytes));
+  const ledger = makeLedger(entries, LEDGER_FILE);
+  writeLedgerFile(captureDir(runDir, facts.key), ledger, entries);
   const manifest: CaptureManifest = {
     kind: 'harbor_trial',
     format_version: CAPTURE_FORMAT_VERSION,
@@ -109,8 +121,8 @@ export function finishCapture(runDir: string, facts: CaptureFacts, chosen?: read
     source: { trial_dir: facts.trialDir, host: hostname(), context: facts.context, staged_at: facts.stagedAt },
     trial: facts.info,
     trajectories: trajectories.map((t) => t.record),
-    spans: { rollout_span_id: rows[0].spanId, count: rows.length, by_kind: byKind },
-    ledger: makeLedger(entries),
+    spans: { rollout_span_id: rolloutSpanId(runId, facts.key), count: encoded.count, by_kind: encoded.byKind, cut, limit },
+    ledger,
   };
   writeDurable(path.join(captureDir(runDir, facts.key), CAPTURE_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   return manifest;
@@ -185,7 +197,8 @@ function plainDirsTo(root: string, rel: string): boolean {
  */
 export function removeStale(runDir: string, key: string, prior: CaptureManifest | null, keep: ReadonlySet<string>): void {
   const root = captureFilesDir(runDir, key);
-  for (const e of prior?.ledger?.entries ?? []) {
+  if (!prior?.ledger) return;
+  for (const e of priorEntries(runDir, key, prior)) {
     if (e.status !== 'collected' || keep.has(e.path) || !isCleanRelative(e.path) || !plainDirsTo(root, e.path)) continue;
     try {
       if (lstatSync(hostPath(root, e.path)).isDirectory()) continue;
@@ -200,6 +213,18 @@ export function removeStale(runDir: string, key: string, prior: CaptureManifest 
         break;
       }
     }
+  }
+}
+
+/**
+ * Every entry of an earlier capture's ledger. Its full list lost or damaged, the entries its
+ * manifest lists: what this misses, the prune after the copy removes (pruneTo).
+ */
+function priorEntries(runDir: string, key: string, prior: CaptureManifest): LedgerEntry[] {
+  try {
+    return [...allLedgerEntries(captureDir(runDir, key), prior.ledger)];
+  } catch {
+    return Array.isArray(prior.ledger.entries) ? prior.ledger.entries : [];
   }
 }
 

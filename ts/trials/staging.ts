@@ -3,13 +3,15 @@
  * finishes. `stageTrial` copies the trial's durable bytes into `<staging>/<capture key>/files/`
  * and writes `.probe-capture.json` beside them, recording two things apart:
  *
- * - collection (per file: collected, missing, skipped, unknown) — fixed at staging time;
+ * - collection (per file: collected, missing, skipped, unknown, empty) — fixed at staging time;
  * - delivery (per collected file: pending, delivered, failed with attempts and last error).
  *
- * `deliverStaged` copies pending files into the run one by one, verifying each against the
- * sha256 taken at staging, and records each confirmation before moving on: an outage part
- * way leaves the exact list of unconfirmed files, and delivering again finishes the job
- * without duplicates. The capture becomes visible in the run only when every file is in.
+ * `deliverStaged` copies pending files into the run (a few at a time), verifying each
+ * against the sha256 taken at staging, and journals each confirmation once the copy is on
+ * disk (delivery-journal.ts: an append, not a rewrite of the record): an outage part way
+ * leaves the exact list of unconfirmed files, a kill leaves the journal, and delivering
+ * again finishes the job without duplicates. The capture becomes visible in the run only
+ * when every file is in.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -19,15 +21,18 @@ import { parseOptions, StageOptionsSchema } from './capture-options.js';
 import type { StageOptions } from './capture-options.js';
 import { captureKeyOf, trialIdentity } from './capture-key.js';
 import { withCaptureLock } from './capture-lock.js';
-import { collectTrial, copyCollected, pruneTo } from './collect.js';
+import { collectTrial, copyCollected, outputInside, pruneTo } from './collect.js';
+import { COPY_CONCURRENCY, mapConcurrent } from './concurrently.js';
+import { DeliveryJournal, journalPath, readJournal, removeJournal } from './delivery-journal.js';
+import { commitFiles } from './durable-batch.js';
 import { countLedger } from './ledger.js';
-import type { CollectionStatus, LedgerEntry } from './ledger.js';
+import type { LedgerEntry, StatusCounts } from './ledger.js';
 import { FILES_DIR } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
 import { beginCapture, captureFilesDir, finishCapture, finishedCaptureOf, labelsOf, priorManifest, removeStale, runIdOf, supersedeUnfinished } from './run-store.js';
 import { hostPath, isCaptureKey, isCleanRelative, stepsProblem } from './safe-path.js';
 import type { TrialInfo } from './trial-info.js';
-import { copyVerified, sha256Of, writeDurable } from './verified-copy.js';
+import { copyVerified, DestinationDirs, sha256OfFile, writeDurable } from './verified-copy.js';
 
 export const STAGED_FILE = '.probe-capture.json';
 
@@ -50,8 +55,10 @@ export interface StagedCapture {
   labels: Record<string, string>;
   source: { trial_dir: string; context: Record<string, string>; staged_at: string };
   trial: TrialInfo;
+  /** The capture's span limit (`maxSpans`), when one was given. */
+  max_spans?: number;
   /** Collection status of every file (the ledger entries). */
-  collection: { counts: Record<CollectionStatus, number>; bytes: number; entries: LedgerEntry[] };
+  collection: { counts: StatusCounts; bytes: number; entries: LedgerEntry[] };
   delivery: {
     status: DeliveryStatus;
     attempts: number;
@@ -83,7 +90,28 @@ export function readStaged(dir: string): StagedCapture {
   if (bad !== undefined) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: delivery.files names ${JSON.stringify(bad)}, not a trial-relative path`);
   const problem = collectedProblem(s.collection?.entries, s.delivery?.files) ?? stepsProblem(s.trial?.steps);
   if (problem !== null) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${problem}`);
+  applyJournal(dir, s);
   return s;
+}
+
+/** Folds the confirmations a delivery journaled (and did not fold itself: it was killed, or is running) into `s`. */
+function applyJournal(dir: string, s: StagedCapture): void {
+  for (const line of readJournal(dir, { capture_key: s.capture_key, staged_at: s.source.staged_at })) {
+    if ('attempt' in line) {
+      s.delivery.attempts = line.attempt;
+      s.delivery.last_attempt_at = line.at;
+      s.delivery.run_dir = line.run_dir;
+      s.delivery.status = 'pending';
+      s.delivery.last_error = `a delivery began at ${line.at} and has not finished (still running, or interrupted: deliver again)`;
+      continue;
+    }
+    const f = s.delivery.files[line.file];
+    if (f === undefined) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${journalPath(dir)}: names ${JSON.stringify(line.file)}, not a file of the staged record`);
+    f.status = line.status;
+    f.attempts = line.attempts;
+    f.last_error = line.last_error;
+    f.delivered_at = line.delivered_at;
+  }
 }
 
 /**
@@ -109,9 +137,11 @@ function collectedProblem(entries: unknown, files: Record<string, FileDelivery> 
 /** Copies a trial into `<to>/<capture key>/` for later delivery; staging it again restarts its delivery. */
 export async function stageTrial(trialDir: string, options: StageOptions): Promise<{ dir: string; staged: StagedCapture }> {
   const o = parseOptions(StageOptionsSchema, 'stage', options);
-  const trial = collectTrial(trialDir, o.maxFileBytes);
+  const trial = collectTrial(trialDir, o.maxFileBytes, outputInside(o.to, 'the staging directory this capture writes into'));
   const dir = path.join(o.to, trial.key);
   dropUnfinishedStaged(o.to, trial.key, trial.info, path.basename(trial.root));
+  // a new staging starts its delivery afresh: what an earlier one journaled does not apply
+  removeJournal(dir);
   const filesRoot = path.join(dir, FILES_DIR);
   mkdirSync(filesRoot, { recursive: true });
   pruneTo(filesRoot, new Set(trial.files));
@@ -132,6 +162,7 @@ export async function stageTrial(trialDir: string, options: StageOptions): Promi
     labels: labelsOf(sampleId, groupId),
     source: { trial_dir: path.resolve(trialDir), context: o.context ?? {}, staged_at: new Date().toISOString() },
     trial: trial.info,
+    ...(o.maxSpans !== undefined ? { max_spans: o.maxSpans } : {}),
     collection: { ...countLedger(entries), entries },
     delivery: { status: 'pending', attempts: 0, last_error: null, last_attempt_at: null, delivered_at: null, run_dir: null, files },
   };
@@ -192,12 +223,12 @@ function stillInRun(runFiles: string, s: StagedCapture): boolean {
   return true;
 }
 
-/** True when the run already holds the staged bytes of `rel` (size and sha256). */
+/** True when the run already holds the staged bytes of `rel` (size and sha256, read in chunks). */
 function alreadyInRun(runFiles: string, rel: string, e: LedgerEntry): boolean {
   try {
     const file = hostPath(runFiles, rel);
     if (statSync(file).size !== e.size) return false;
-    return sha256Of(readFileSync(file)) === e.sha256;
+    return sha256OfFile(file)?.sha256 === e.sha256;
   } catch {
     return false;
   }
@@ -220,7 +251,7 @@ export async function deliverOne(dir: string, runDir: string): Promise<DeliveryR
   } catch (e) {
     s.delivery.status = 'failed';
     s.delivery.last_error = (e as Error).message;
-    writeStaged(dir, s);
+    foldInto(dir, s);
     return { ...result(dir, s, null), error: s.delivery.last_error };
   }
   return withCaptureLock(runDir, s.capture_key, () => deliverFiles(dir, runDir, s));
@@ -236,31 +267,47 @@ async function deliverFiles(dir: string, runDir: string, s: StagedCapture): Prom
   if (finished !== null) {
     s.delivery.status = 'failed';
     s.delivery.last_error = `obsolete: the run holds the finished capture of this trial (${finished}); this staged copy was taken before it finished and can be removed`;
-    writeStaged(dir, s);
+    foldInto(dir, s);
     return { ...result(dir, s, null), error: s.delivery.last_error };
   }
+  // an earlier journal (a killed delivery) is already applied to `s`: fold it, start afresh
+  if (existsSync(journalPath(dir))) foldInto(dir, s);
   // the capture stops being listed before anything of it changes; then the files an earlier
   // capture of this trial holds and this one does not are removed
   beginCapture(runDir, s.capture_key);
   removeStale(runDir, s.capture_key, prior, new Set(Object.keys(s.delivery.files)));
   mkdirSync(runFiles, { recursive: true });
-  for (const [rel, f] of Object.entries(s.delivery.files)) {
+  const journal = await DeliveryJournal.create(dir, { capture_key: s.capture_key, staged_at: s.source.staged_at });
+  journal.add({ attempt: s.delivery.attempts, at: s.delivery.last_attempt_at ?? now(), run_dir: s.delivery.run_dir ?? path.resolve(runDir) });
+  const dirs = new DestinationDirs(runFiles);
+  const stagedFiles = path.join(dir, FILES_DIR);
+  const confirm = new Confirmations(runFiles, journal);
+  await mapConcurrent(Object.entries(s.delivery.files), COPY_CONCURRENCY, async ([rel, f]) => {
     const e = entries.get(rel);
-    if (!e) continue;
-    if (f.status === 'delivered' && alreadyInRun(runFiles, rel, e)) continue;
+    if (!e) return;
+    if (f.status === 'delivered' && alreadyInRun(runFiles, rel, e)) return;
     f.attempts++;
+    f.status = 'pending'; // until its batch is durable (Confirmations)
     try {
-      await copyVerified(path.join(dir, FILES_DIR), runFiles, rel, { expectSha256: e.sha256 ?? '' });
-      f.status = 'delivered';
-      f.last_error = null;
-      f.delivered_at = now();
+      await copyVerified(stagedFiles, runFiles, rel, { expectSha256: e.sha256 ?? '', dirs, deferSync: true });
+      confirm.copied(rel, f, now());
     } catch (err) {
       f.status = 'failed';
       f.last_error = (err as Error).message;
       s.delivery.last_error = `${rel}: ${f.last_error}`;
+      journal.add({ file: rel, status: f.status, attempts: f.attempts, last_error: f.last_error, delivered_at: null });
     }
-    // each confirmation is on disk before the next copy starts
-    writeStaged(dir, s);
+  });
+  try {
+    await confirm.finish();
+    await journal.close();
+  } catch (err) {
+    // the confirmations are not on disk: none may count; the record says why
+    s.delivery.status = 'failed';
+    s.delivery.last_error = `recording confirmations in ${journal.file}: ${(err as Error).message}`;
+    for (const f of Object.values(s.delivery.files)) if (f.status === 'delivered') f.status = 'pending';
+    foldInto(dir, s);
+    return { ...result(dir, s, null), error: s.delivery.last_error };
   }
   const left = Object.values(s.delivery.files).filter((f) => f.status !== 'delivered').length;
   let manifest: CaptureManifest | null = null;
@@ -278,6 +325,7 @@ async function deliverFiles(dir: string, runDir: string, s: StagedCapture): Prom
         stagedAt: s.source.staged_at,
         info: s.trial,
         entries: s.collection.entries,
+        maxSpans: s.max_spans,
       });
       s.delivery.status = 'delivered';
       s.delivery.delivered_at = now();
@@ -288,10 +336,73 @@ async function deliverFiles(dir: string, runDir: string, s: StagedCapture): Prom
     }
   } else {
     s.delivery.status = 'failed';
-    s.delivery.last_error = `${left} of ${Object.keys(s.delivery.files).length} files not confirmed; last error: ${s.delivery.last_error}`;
+    const lastError = s.delivery.last_error ?? Object.entries(s.delivery.files).map(([rel, f]) => (f.last_error === null ? null : `${rel}: ${f.last_error}`)).find((x) => x !== null);
+    s.delivery.last_error = `${left} of ${Object.keys(s.delivery.files).length} files not confirmed; last error: ${lastError ?? 'none recorded'}`;
   }
-  writeStaged(dir, s);
+  foldInto(dir, s);
   return result(dir, s, manifest);
+}
+
+const CONFIRM_FILES = 2000;
+const CONFIRM_MS = 100;
+
+/**
+ * Confirming copied files in batches: a file counts as delivered — in memory, and by its
+ * journal line — only once the batch holding it is durable (durable-batch.ts: one syncfs for
+ * the batch instead of an fsync per file). A batch closes at CONFIRM_FILES files or
+ * CONFIRM_MS after it opened, so a kill loses at most that much confirmed progress.
+ */
+class Confirmations {
+  private batch: { rel: string; f: FileDelivery; at: string }[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private committing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly runFiles: string,
+    private readonly journal: DeliveryJournal,
+  ) {}
+
+  copied(rel: string, f: FileDelivery, at: string): void {
+    this.batch.push({ rel, f, at });
+    // a failed commit marks its files failed; a journal that cannot be written is finish()'s to throw
+    if (this.batch.length >= CONFIRM_FILES) this.commit().catch(() => {});
+    else this.timer ??= setTimeout(() => this.commit().catch(() => {}), CONFIRM_MS);
+  }
+
+  /** Commits what is left; rejects when the journal cannot be written (files that cannot be made durable are marked failed). */
+  finish(): Promise<void> {
+    return this.commit();
+  }
+
+  private commit(): Promise<void> {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.batch;
+    this.batch = [];
+    this.committing = this.committing.then(async () => {
+      if (batch.length === 0) return;
+      let error: string | null = null;
+      try {
+        await commitFiles(this.runFiles, batch.map((b) => hostPath(this.runFiles, b.rel)));
+      } catch (e) {
+        error = `copied but not made durable: ${(e as Error).message}`;
+      }
+      for (const { rel, f, at } of batch) {
+        f.status = error === null ? 'delivered' : 'failed';
+        f.last_error = error;
+        f.delivered_at = error === null ? at : null;
+        this.journal.add({ file: rel, status: f.status, attempts: f.attempts, last_error: f.last_error, delivered_at: f.delivered_at });
+      }
+      await this.journal.flush();
+    });
+    return this.committing;
+  }
+}
+
+/** Writes the record (with every confirmation in it), then removes the journal it folds. */
+function foldInto(dir: string, s: StagedCapture): void {
+  writeStaged(dir, s);
+  removeJournal(dir);
 }
 
 function result(dir: string, s: StagedCapture, manifest: CaptureManifest | null): DeliveryResult {

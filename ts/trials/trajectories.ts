@@ -68,8 +68,15 @@ function emptyRecord(path: string, trialStep: string | null): TrajectoryRecord {
     cost_usd: null,
     session_id: null,
     referenced_files: [],
+    spans_cut: 0,
     warnings: [],
   };
+}
+
+/** The format a document declares (`schema_version`), bounded, or null. */
+function declaredFormat(doc: unknown): string | null {
+  const v = doc !== null && typeof doc === 'object' ? (doc as { schema_version?: unknown }).schema_version : undefined;
+  return typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, 100) : null;
 }
 
 function readDoc(filesRoot: string, rel: string): { doc: unknown } | { error: string } {
@@ -80,10 +87,15 @@ function readDoc(filesRoot: string, rel: string): { doc: unknown } | { error: st
   }
 }
 
-/** Plans the spans of every trajectory in a capture whose collected files are under `filesRoot`. */
-export function planTrajectories(filesRoot: string, entries: readonly LedgerEntry[], chosen?: readonly string[]): PlannedTrajectory[] {
+/**
+ * Plans the spans of every trajectory in a capture whose collected files are under
+ * `filesRoot`. `spanBudget` is how many planned spans the capture will write: each parser is
+ * told what is left of it (`ctx.maxSpans`), so a runaway trajectory is counted, not held.
+ */
+export function planTrajectories(filesRoot: string, entries: readonly LedgerEntry[], chosen?: readonly string[], spanBudget = Infinity): PlannedTrajectory[] {
   const collected = new Set(entries.filter((e) => e.status === 'collected' && isCleanRelative(e.path)).map((e) => e.path));
   const out: PlannedTrajectory[] = [];
+  let left = Math.max(0, spanBudget);
   for (const { path: rel, trialStep } of trajectoryFiles(collected, chosen)) {
     const record = emptyRecord(rel, trialStep);
     if (!collected.has(rel)) {
@@ -106,9 +118,12 @@ export function planTrajectories(filesRoot: string, entries: readonly LedgerEntr
       const d = readDoc(filesRoot, safe.path);
       return 'error' in d ? undefined : { doc: d.doc, path: safe.path };
     };
-    const { plan, parser, errors } = planTrajectory(read.doc, { load, dir, file: rel });
+    const { plan, parser, errors } = planTrajectory(read.doc, { load, dir, file: rel, ...(Number.isFinite(left) ? { maxSpans: left } : {}) });
     if (plan === null) {
-      record.reason = errors.length > 0 ? `no parser recognised it (${errors.join('; ')})` : 'no registered parser recognises its format: captured raw; `probe trial expand` can expand it once a parser is registered';
+      // keep what the document says it is: an unknown version is worth knowing by name
+      record.format = declaredFormat(read.doc);
+      const what = record.format === null ? 'its format' : `its format ${JSON.stringify(record.format)}`;
+      record.reason = errors.length > 0 ? `no parser recognised ${what} (${errors.join('; ')})` : `no registered parser recognises ${what}: captured raw; \`probe trial expand\` can expand it once a parser is registered`;
       out.push({ record, plan: null });
       continue;
     }
@@ -128,7 +143,33 @@ export function planTrajectories(filesRoot: string, entries: readonly LedgerEntr
       referenced_files: [...plan.referencedFiles].sort(),
       warnings: [...errors, ...plan.warnings].slice(0, MAX_WARNINGS),
     } satisfies Partial<TrajectoryRecord>);
+    left = Math.max(0, left - plan.spans.length);
     out.push({ record, plan });
   }
   return out;
+}
+
+/**
+ * Cuts the planned spans past `budget` (the capture's span limit less the rollout and
+ * trial_step spans), in plan order: a parent comes before its children, so what is kept
+ * is a whole tree. A parser told the budget may have kept fewer already and counted the
+ * rest (`plan.spansCut`). Each trajectory records how many of its spans were cut and says
+ * so first among its warnings. Returns the number cut.
+ */
+export function cutSpans(trajectories: readonly PlannedTrajectory[], budget: number, limit: number): number {
+  let left = Math.max(0, budget);
+  let cut = 0;
+  for (const t of trajectories) {
+    if (t.plan === null) continue;
+    const planned = t.plan.spans.length + (t.plan.spansCut ?? 0);
+    if (t.plan.spans.length > left) t.plan.spans.length = left;
+    const kept = t.plan.spans.length;
+    if (planned > kept) {
+      t.record.spans_cut = planned - kept;
+      t.record.warnings = [`${planned - kept} spans beyond the limit of ${limit} spans per capture were not written (the first ${kept} of this trajectory's ${planned} were)`, ...t.record.warnings].slice(0, MAX_WARNINGS);
+      cut += planned - kept;
+    }
+    left -= kept;
+  }
+  return cut;
 }

@@ -2,9 +2,10 @@
  * What a Harbor trial says about itself, read from its files: `result.json` (written once,
  * at the very end), `config.json`, the verifier's reward files and `exception.txt`. Read
  * leniently: Python writes NaN as a bare token, fields come and go between Harbor versions,
- * and an unfinished trial has no result at all.
+ * and an unfinished trial has no result at all. Never silently: whatever is present but
+ * cannot be used is named in `warnings` (fact-reader.ts).
  */
-import { isPlainObject } from '../import/python-json.js';
+import { documentObject, FieldReader, Findings } from './fact-reader.js';
 import type { TrialFileReader } from './file-reader.js';
 import { parseTimestamp } from './trajectory/times.js';
 
@@ -54,16 +55,13 @@ export interface TrialInfo {
   steps: string[];
   /** Multi-step trials: each step's own outcome from `result.json` `step_results` (Harbor records a step's failure there, not in the trial's `exception_info`). */
   step_results: StepOutcome[];
-  /** Whether `result.json` was there: a trial without it had not finished. */
+  /** Whether `result.json` was there (and readable): a trial without it had not finished. */
   finished: boolean;
+  /** What could not be read from the trial's own files, and why (`result.json: id is a number (12), expected a string; ignored`). */
+  warnings: string[];
 }
 
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
-const num = (v: unknown): number | null => {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-  return Number.isFinite(n) ? n : null;
-};
-const obj = (v: unknown): Record<string, unknown> => (isPlainObject(v) ? v : {});
+type Obj = Record<string, unknown>;
 
 /**
  * `Type: message` from the text of `exception.txt`: a Python traceback names the exception
@@ -92,113 +90,154 @@ export function secondsBetween(a: string | null, b: string | null): number | nul
   return x === null || y === null ? null : y - x;
 }
 
-function rewardsOf(v: unknown): Record<string, number | null> | null {
-  if (!isPlainObject(v)) return null;
-  const out: Record<string, number | null> = {};
-  for (const [k, x] of Object.entries(v)) if (typeof x === 'number' || typeof x === 'string' || x === null) out[k] = num(x);
-  return Object.keys(out).length > 0 ? out : null;
-}
+type RewardSource = TrialInfo['reward_source'];
 
 /** Rewards: `verifier_result.rewards`, else `verifier/reward.json`, else `verifier/reward.txt`. */
-function readRewards(files: TrialFileReader, result: Record<string, unknown> | null, prefix = ''): Pick<TrialInfo, 'rewards' | 'reward_source'> {
-  const fromResult = rewardsOf(obj(result?.verifier_result).rewards);
+function readRewards(files: TrialFileReader, findings: Findings, fromResult: Record<string, number | null> | null, prefix = ''): { rewards: Record<string, number | null> | null; reward_source: RewardSource } {
   if (fromResult) return { rewards: fromResult, reward_source: 'verifier_result.rewards' };
-  const json = files.jsonObject(`${prefix}verifier/reward.json`);
-  const fromJson = rewardsOf(json);
+  const jsonFile = `${prefix}verifier/reward.json`;
+  const jsonFields = new FieldReader(jsonFile, findings);
+  const doc = files.document(jsonFile);
+  if (doc !== null && 'problem' in doc) documentObject(doc, jsonFields);
+  const fromJson = doc !== null && 'value' in doc ? jsonFields.rewards(doc.value, '') : null;
   if (fromJson) return { rewards: fromJson, reward_source: 'verifier/reward.json' };
-  const text = files.text(`${prefix}verifier/reward.txt`, 1024);
+  const textFile = `${prefix}verifier/reward.txt`;
+  const text = files.text(textFile, 1024);
   if (text !== null && text.trim() !== '') {
     const v = text.trim();
-    return { rewards: { reward: /^nan$/i.test(v) ? null : num(v) }, reward_source: 'verifier/reward.txt' };
+    // Python prints nan and inf for a reward it could not compute: kept as null, like NaN elsewhere
+    if (/^[+-]?(nan|inf(inity)?)$/i.test(v)) return { rewards: { reward: null }, reward_source: 'verifier/reward.txt' };
+    const n = Number(v);
+    if (Number.isFinite(n)) return { rewards: { reward: n }, reward_source: 'verifier/reward.txt' };
+    new FieldReader(textFile, findings).note(`${JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v)} is not a number; no reward read from it`);
+    return { rewards: { reward: null }, reward_source: 'verifier/reward.txt' };
   }
   return { rewards: null, reward_source: null };
 }
 
-function timingsOf(result: Record<string, unknown>): Record<string, PhaseTiming> {
+/** Every member of `o` shaped `{started_at, finished_at}`: Harbor's phases. */
+function timingsOf(fields: FieldReader, o: Obj, at = ''): Record<string, PhaseTiming> {
   const out: Record<string, PhaseTiming> = {};
-  for (const [k, v] of Object.entries(result)) {
-    if (!isPlainObject(v) || !('started_at' in v || 'finished_at' in v)) continue;
-    const started_at = str(v.started_at);
-    const finished_at = str(v.finished_at);
+  for (const [k, v] of Object.entries(o)) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || !('started_at' in v || 'finished_at' in v)) continue;
+    const phase = v as Obj;
+    const started_at = fields.time(phase, 'started_at', `${at}${k}.started_at`);
+    const finished_at = fields.time(phase, 'finished_at', `${at}${k}.finished_at`);
     out[k] = { started_at, finished_at, seconds: secondsBetween(started_at, finished_at) };
   }
   return out;
 }
 
-function exceptionOf(info: unknown): TrialException | null {
-  if (!isPlainObject(info)) return null;
-  return { type: str(info.exception_type), message: str(info.exception_message), traceback: str(info.exception_traceback), occurred_at: str(info.occurred_at), text: null };
+/** An `exception_info` object (Harbor's), or a bare string taken as its message (noted). */
+function exceptionOf(fields: FieldReader, o: Obj, key: string, at = key): TrialException | null {
+  const v = o[key];
+  if (typeof v === 'string' && v.trim() !== '') {
+    fields.note(`${at} is a string, expected an object; kept as the exception message`);
+    return { type: null, message: v, traceback: null, occurred_at: null, text: null };
+  }
+  const info = fields.object(o, key, at);
+  if (info === null) return null;
+  return {
+    type: fields.string(info, 'exception_type', `${at}.exception_type`),
+    message: fields.string(info, 'exception_message', `${at}.exception_message`),
+    traceback: fields.string(info, 'exception_traceback', `${at}.exception_traceback`),
+    occurred_at: fields.string(info, 'occurred_at', `${at}.occurred_at`),
+    text: null,
+  };
 }
 
 /** `step_results` of a multi-step trial's result: each step's name, exception, rewards and timings. */
-function stepOutcomes(result: Record<string, unknown>): StepOutcome[] {
-  if (!Array.isArray(result.step_results)) return [];
+function stepOutcomes(fields: FieldReader, result: Obj): StepOutcome[] {
+  const list = fields.list(result, 'step_results');
+  if (list === null) return [];
   const out: StepOutcome[] = [];
-  for (const item of result.step_results) {
-    if (!isPlainObject(item)) continue;
-    const name = str(item.step_name) ?? str(item.name);
+  list.forEach((item, i) => {
+    const at = `step_results[${i}]`;
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+      fields.note(`${at} is not an object; skipped`);
+      return;
+    }
+    const o = item as Obj;
+    const name = fields.string(o, 'step_name', `${at}.step_name`) ?? fields.string(o, 'name', `${at}.name`);
     // a name becomes a directory name (steps/<name>/): one plain segment only
-    if (name === null || name === '.' || name === '..' || /[/\\\u0000]/.test(name)) continue;
-    out.push({ name, exception: exceptionOf(item.exception_info), rewards: rewardsOf(obj(item.verifier_result).rewards), timings: timingsOf(item) });
-  }
+    if (name === null || name === '.' || name === '..' || /[/\\\u0000]/.test(name)) {
+      fields.note(`${at} has no usable step_name (${name === null ? 'none' : JSON.stringify(name)}: not one directory name); skipped`);
+      return;
+    }
+    const verifier = fields.object(o, 'verifier_result', `${at}.verifier_result`);
+    const rewards = verifier === null ? null : fields.rewards(verifier.rewards, `${at}.verifier_result.rewards`);
+    out.push({ name, exception: exceptionOf(fields, o, 'exception_info', `${at}.exception_info`), rewards, timings: timingsOf(fields, o, `${at}.`) });
+  });
   return out;
 }
 
 /** Rewards of one multi-step trial step (`steps/<name>/verifier/…`). */
-export function stepRewards(files: TrialFileReader, step: string): Pick<TrialInfo, 'rewards' | 'reward_source'> {
-  return readRewards(files, null, `steps/${step}/`);
+export function stepRewards(files: TrialFileReader, step: string, findings = new Findings()): { rewards: Record<string, number | null> | null; reward_source: RewardSource } {
+  return readRewards(files, findings, null, `steps/${step}/`);
 }
 
-/** The trial's own account of itself; `dirName` names it when nothing else does. */
-export function readTrialInfo(files: TrialFileReader, dirName: string, stepDirs: string[]): TrialInfo {
-  const result = files.jsonObject('result.json') ?? files.jsonObject('results.json');
-  const step_results = result ? stepOutcomes(result) : [];
+/** The trial's own account of itself; `dirName` names it when nothing else does. `findings` may hold earlier warnings (the inventory's). */
+export function readTrialInfo(files: TrialFileReader, dirName: string, stepDirs: string[], findings = new Findings()): TrialInfo {
+  const resultFile = files.has('result.json') || !files.has('results.json') ? 'result.json' : 'results.json';
+  const fields = new FieldReader(resultFile, findings);
+  const result = documentObject(files.document(resultFile), fields);
+  const configFields = new FieldReader('config.json', findings);
+  const config = documentObject(files.document('config.json'), configFields) ?? {};
+  const r = result ?? {};
+  const step_results = stepOutcomes(fields, r);
   const ran = step_results.map((o) => o.name);
   const stepNames = [...new Set([...ran, ...[...stepDirs].sort()])];
-  const config = files.jsonObject('config.json');
-  const r = result ?? {};
-  const agentInfo = obj(r.agent_info);
-  const modelInfo = obj(agentInfo.model_info);
-  const configAgent = obj(config?.agent);
-  const exceptionInfo = isPlainObject(r.exception_info) ? r.exception_info : null;
+  // each step's reward files, read here for what they cannot tell (the spans read them again)
+  for (const step of stepNames) if (!ran.includes(step)) stepRewards(files, step, findings);
+  const agentInfo = fields.object(r, 'agent_info') ?? {};
+  const modelInfo = fields.object(agentInfo, 'model_info', 'agent_info.model_info') ?? {};
+  const configAgent = configFields.object(config, 'agent') ?? {};
+  const configTask = configFields.object(config, 'task') ?? {};
+  const exceptionInfo = exceptionOf(fields, r, 'exception_info');
   // the exception is named on the traceback's last line: read it whole (bounded), keep 8 KB
   const exceptionFull = files.text('exception.txt', 1 << 20);
   const exceptionText = exceptionFull !== null && exceptionFull.length > 8192 ? `${exceptionFull.slice(0, 8192)}…` : exceptionFull;
   const raised = raisedBy(exceptionFull);
-  const agentResult = obj(r.agent_result);
+  const agentResult = fields.object(r, 'agent_result');
   const tokens =
-    result && isPlainObject(r.agent_result)
-      ? { input: num(agentResult.n_input_tokens), cached: num(agentResult.n_cache_tokens), output: num(agentResult.n_output_tokens), cost_usd: num(agentResult.cost_usd) }
+    agentResult !== null
+      ? {
+          input: fields.number(agentResult, 'n_input_tokens', 'agent_result.n_input_tokens'),
+          cached: fields.number(agentResult, 'n_cache_tokens', 'agent_result.n_cache_tokens'),
+          output: fields.number(agentResult, 'n_output_tokens', 'agent_result.n_output_tokens'),
+          cost_usd: fields.number(agentResult, 'cost_usd', 'agent_result.cost_usd'),
+        }
       : null;
-  const started_at = str(r.started_at);
-  const finished_at = str(r.finished_at);
-  return {
-    id: str(r.id),
-    name: str(r.trial_name) ?? str(config?.trial_name) ?? dirName,
-    task_name: str(r.task_name) ?? str(obj(config?.task).name),
+  const verifier = fields.object(r, 'verifier_result');
+  const resultRewards = verifier === null ? null : fields.rewards(verifier.rewards, 'verifier_result.rewards');
+  const info: Omit<TrialInfo, 'warnings'> = {
+    id: fields.string(r, 'id'),
+    name: fields.string(r, 'trial_name') ?? configFields.string(config, 'trial_name') ?? dirName,
+    task_name: fields.string(r, 'task_name') ?? configFields.string(configTask, 'name', 'task.name'),
     task_id: r.task_id ?? null,
-    trial_uri: str(r.trial_uri),
-    agent: str(agentInfo.name) ?? str(configAgent.name),
-    agent_version: str(agentInfo.version),
-    model: str(modelInfo.name) ?? str(configAgent.model_name),
-    model_provider: str(modelInfo.provider),
-    ...readRewards(files, result),
+    trial_uri: fields.string(r, 'trial_uri'),
+    agent: fields.string(agentInfo, 'name', 'agent_info.name') ?? configFields.string(configAgent, 'name', 'agent.name'),
+    agent_version: fields.string(agentInfo, 'version', 'agent_info.version'),
+    model: fields.string(modelInfo, 'name', 'agent_info.model_info.name') ?? configFields.string(configAgent, 'model_name', 'agent.model_name'),
+    model_provider: fields.string(modelInfo, 'provider', 'agent_info.model_info.provider'),
+    ...readRewards(files, findings, resultRewards),
     exception:
       exceptionInfo || exceptionText !== null
         ? {
-            type: str(exceptionInfo?.exception_type) ?? raised?.type ?? null,
-            message: str(exceptionInfo?.exception_message) ?? raised?.message ?? null,
-            traceback: str(exceptionInfo?.exception_traceback),
-            occurred_at: str(exceptionInfo?.occurred_at),
+            type: exceptionInfo?.type ?? raised?.type ?? null,
+            message: exceptionInfo?.message ?? raised?.message ?? null,
+            traceback: exceptionInfo?.traceback ?? null,
+            occurred_at: exceptionInfo?.occurred_at ?? null,
             text: exceptionText,
           }
         : null,
-    started_at,
-    finished_at,
-    timings: result ? timingsOf(r) : {},
+    started_at: fields.time(r, 'started_at'),
+    finished_at: fields.time(r, 'finished_at'),
+    timings: timingsOf(fields, r),
     tokens,
     steps: stepNames,
     step_results,
     finished: result !== null,
   };
+  return { ...info, warnings: findings.list() };
 }

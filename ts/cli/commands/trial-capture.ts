@@ -27,6 +27,7 @@ export class TrialCaptureCommand extends ProbeCommand {
   groupId = Option.String('--group-id', { description: 'The group id (becomes the label `group`)' });
   contextPairs = Option.Array('--context', [], { description: 'A launcher correlation field KEY=VALUE, kept under source.context (repeatable)' });
   maxFileBytes = Option.String('--max-file-bytes', { description: 'Skip files larger than this (default 268435456)', validator: isPositive });
+  maxSpans = Option.String('--max-spans', { description: 'Write at most this many spans; the rest are cut, counted and reported (default 50000)', validator: isPositive });
   parserModules = Option.Array('--parser-module', [], { description: 'A JS module registering trajectory parsers (repeatable)' });
   json = Option.Boolean('--json', false, { description: 'Print the capture manifest as JSON' });
 
@@ -39,6 +40,7 @@ export class TrialCaptureCommand extends ProbeCommand {
       groupId: this.groupId,
       context: parseContext(this.contextPairs),
       maxFileBytes: this.maxFileBytes,
+      maxSpans: this.maxSpans,
     });
     this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${captureLine(m, this.run)}\n`);
     return 0;

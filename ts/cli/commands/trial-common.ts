@@ -5,7 +5,8 @@ import * as t from 'typanion';
 
 import { RlprobeError } from '../../errors.js';
 import type { CaptureManifest } from '../../trials/manifest.js';
-import type { Ledger } from '../../trials/ledger.js';
+import { COLLECTION_STATUSES } from '../../trials/ledger.js';
+import type { Ledger, StatusCounts } from '../../trials/ledger.js';
 import { registerTrajectoryParser } from '../../trials/trajectory/plan.js';
 import type { TrajectoryParser } from '../../trials/trajectory/plan.js';
 import { bytes } from '../format.js';
@@ -63,7 +64,15 @@ export function ledgerText(l: Pick<Ledger, 'counts' | 'bytes'>): string {
   if (c.missing) parts.push(`${c.missing} missing`);
   if (c.skipped) parts.push(`${c.skipped} skipped`);
   if (c.unknown) parts.push(`${c.unknown} unknown`);
+  if (c.empty) parts.push(`${c.empty} empty`);
   return parts.join(', ');
+}
+
+/** Non-zero counts of one role or reason, in status order: `800 collected, 5 skipped`. */
+export function statusCountsText(counts: Partial<StatusCounts>): string {
+  return COLLECTION_STATUSES.filter((st) => (counts[st] ?? 0) > 0)
+    .map((st) => `${counts[st]} ${st}`)
+    .join(', ');
 }
 
 export function trajectoryText(m: CaptureManifest): string {
@@ -71,7 +80,7 @@ export function trajectoryText(m: CaptureManifest): string {
   return m.trajectories
     .map((t) => {
       const where = t.trial_step ? `${t.trial_step}: ` : '';
-      if (t.status !== 'expanded') return `${where}${t.path} captured raw (${t.status})`;
+      if (t.status !== 'expanded') return `${where}${t.path} captured raw (${t.status === 'raw' && t.format ? t.format : t.status})`;
       const sub = t.subtrajectories ? `, ${t.subtrajectories} sub-trajectories` : '';
       return `${where}${t.format} ${t.turns} turns, ${t.tool_calls} tool calls${sub}`;
     })
@@ -86,10 +95,15 @@ export function statusText(m: CaptureManifest): string {
   return m.trial.finished ? 'finished' : 'UNFINISHED (no result.json)';
 }
 
+/** `25 spans`, or `10 spans (15 cut)` when the capture's span limit cut some. */
+export function spansText(m: CaptureManifest): string {
+  return `${m.spans.count} spans${m.spans.cut ? ` (${m.spans.cut} cut)` : ''}`;
+}
+
 /** One line per capture, as `probe trial capture` and `deliver` print it. */
 export function captureLine(m: CaptureManifest, run: string): string {
   return (
     `captured ${JSON.stringify(m.trial.name)} into ${path.join(run, 'trials', m.capture_key)} at step ${m.step}: ` +
-    `${statusText(m)}; ${rewardText(m.trial.rewards)}; files ${ledgerText(m.ledger)}; ${trajectoryText(m)}; ${m.spans.count} spans`
+    `${statusText(m)}; ${rewardText(m.trial.rewards)}; files ${ledgerText(m.ledger)}; ${trajectoryText(m)}; ${spansText(m)}`
   );
 }

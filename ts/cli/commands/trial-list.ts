@@ -3,7 +3,7 @@ import { Command, Option } from 'clipanion';
 import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
 import { parseStepRange } from './samples.js';
-import { isCount, ledgerText, rewardText, statusText, trajectoryText } from './trial-common.js';
+import { isCount, ledgerText, rewardText, spansText, statusText, trajectoryText } from './trial-common.js';
 
 export class TrialListCommand extends ProbeCommand {
   static paths = [['trial', 'list']];
@@ -33,7 +33,7 @@ export class TrialListCommand extends ProbeCommand {
     for (const t of trials) {
       const ids = [t.sample_id ? `sample=${t.sample_id}` : '', t.group_id ? `group=${t.group_id}` : ''].filter(Boolean).join(' ');
       out.write(`step ${t.step}  ${t.capture_key}  ${JSON.stringify(t.trial.name)}  ${statusText(t)}  ${rewardText(t.trial.rewards)}${ids ? `  [${ids}]` : ''}\n`);
-      out.write(`    files ${ledgerText(t.ledger)}; ${trajectoryText(t)}; ${t.spans.count} spans\n`);
+      out.write(`    files ${ledgerText(t.ledger)}; ${trajectoryText(t)}; ${spansText(t)}\n`);
     }
     if (trials.length === 0) out.write(this.step === undefined && this.steps === undefined ? 'no trials captured in this run\n' : 'no trials captured at those steps\n');
     for (const b of reader.brokenTrials()) out.write(`unreadable capture ${b.dir}: ${b.error}\n`);

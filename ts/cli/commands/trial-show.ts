@@ -1,31 +1,72 @@
 import { Command, Option } from 'clipanion';
 
 import { RunReader } from '../../reader/run-reader.js';
+import type { TrialCapture } from '../../reader/trial-reader.js';
 import type { SpanTreeNode } from '../../schema/span-record.js';
+import { allLedgerEntries } from '../../trials/ledger-file.js';
+import type { LedgerEntry } from '../../trials/ledger.js';
+import { FILE_ROLES } from '../../trials/roles.js';
 import { ProbeCommand } from '../base-command.js';
 import { bytes, table } from '../format.js';
 import { formatDuration, treeLines } from './span-list.js';
-import { isCount, ledgerText, rewardText, statusText, trajectoryText } from './trial-common.js';
+import { isCount, ledgerText, rewardText, statusCountsText, statusText, trajectoryText } from './trial-common.js';
 
 function countNodes(n: SpanTreeNode): number {
   return 1 + n.children.reduce((a, c) => a + countNodes(c), 0);
+}
+
+/** The tree as JSON, its first `limit` nodes depth-first (0: all), and how many were left out. */
+function boundedTree(root: SpanTreeNode, limit: number): { tree: unknown; omitted: number } {
+  let left = limit > 0 ? limit : Infinity;
+  let omitted = 0;
+  const json = (n: SpanTreeNode): unknown => {
+    left--;
+    const children: unknown[] = [];
+    for (const c of n.children) {
+      if (left > 0) children.push(json(c));
+      else omitted += countNodes(c);
+    }
+    return { ...n.span, children };
+  };
+  return { tree: json(root), omitted };
+}
+
+function ledgerLine(e: LedgerEntry): string {
+  const size = e.size === null ? '' : bytes(e.size);
+  const sha = e.sha256 ? e.sha256.slice(0, 12) : '';
+  return `  ${e.status.padEnd(9)} ${e.role.padEnd(15)} ${size.padStart(10)}  ${sha.padEnd(12)}  ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`;
+}
+
+/** `config 1 collected; other 800 collected, 5 skipped`: every role that has entries, in role order. */
+function byRoleText(t: TrialCapture): string | null {
+  const byRole = t.ledger.by_role;
+  if (!byRole) return null; // a capture written before the ledger was summarised
+  return FILE_ROLES.map((r) => [r, statusCountsText(byRole[r] ?? {})] as const)
+    .filter(([, text]) => text !== '')
+    .map(([r, text]) => `${r} ${text}`)
+    .join('; ');
 }
 
 export class TrialShowCommand extends ProbeCommand {
   static paths = [['trial', 'show']];
   static usage = Command.Usage({
     category: 'Trials',
-    description: 'Show one captured trial: rewards, exception, timings, files and ledger, and its span tree',
-    details: 'The capture is named by its capture key, trial id, trial name, or a unique prefix of its key.',
+    description: 'Show one captured trial: rewards, exception, timings, warnings, files and ledger, and its span tree',
+    details:
+      'The capture is named by its capture key, trial id, trial name, or a unique prefix of its key. The output is bounded ' +
+      'whatever the size of the trial: the ledger is summarised by role and reason with the first entries of each reason ' +
+      '(--files lists every entry), and the span tree is cut at --tree-lines.',
     examples: [
       ['By trial name', '$0 trial show runs/exp1 hello__AbC1234'],
+      ['Every file of the ledger', '$0 trial show runs/exp1 hello__AbC1234 --files'],
       ['As JSON with its tree', '$0 trial show runs/exp1 hello__AbC1234 --json'],
     ],
   });
 
   run = Option.String({ name: 'run' });
   capture = Option.String({ name: 'capture' });
-  treeLimit = Option.String('--tree-lines', '400', { description: 'Print at most N lines of the span tree; 0: all', validator: isCount });
+  treeLimit = Option.String('--tree-lines', '400', { description: 'Print at most N lines (JSON: nodes) of the span tree; 0: all', validator: isCount });
+  files = Option.Boolean('--files', false, { description: 'List every ledger entry, not only the first of each reason' });
   json = Option.Boolean('--json', false, { description: 'Print the manifest and the span tree as JSON' });
 
   async exec(): Promise<number> {
@@ -34,8 +75,9 @@ export class TrialShowCommand extends ProbeCommand {
     const tree = reader.trialSpanTree(t);
     const out = this.context.stdout;
     if (this.json) {
-      const json = (n: SpanTreeNode): unknown => ({ ...n.span, children: n.children.map(json) });
-      out.write(`${JSON.stringify({ ...t, span_tree: tree ? json(tree) : null }, null, 2)}\n`);
+      const bounded = tree ? boundedTree(tree, this.treeLimit) : null;
+      const ledger = this.files ? { ...t.ledger, entries: [...allLedgerEntries(t.dir, t.ledger)] } : t.ledger;
+      out.write(`${JSON.stringify({ ...t, ledger, span_tree: bounded?.tree ?? null, span_tree_omitted: bounded?.omitted ?? 0 }, null, 2)}\n`);
       return 0;
     }
     const tr = t.trial;
@@ -53,6 +95,7 @@ export class TrialShowCommand extends ProbeCommand {
     for (const [phase, p] of Object.entries(tr.timings)) rows.push([`  ${phase}`, formatDuration(p.seconds)]);
     if (Object.keys(t.source.context).length) rows.push(['context', Object.entries(t.source.context).map(([k, v]) => `${k}=${v}`).join(' ')]);
     rows.push(['source', `${t.source.trial_dir} on ${t.source.host}${t.source.staged_at ? `, staged ${t.source.staged_at}` : ''}; captured ${t.captured_at}`]);
+    (tr.warnings ?? []).forEach((w, i) => rows.push([i === 0 ? 'warnings' : '', w]));
     rows.push(['trajectory', trajectoryText(t)]);
     for (const tj of t.trajectories) {
       if (tj.reason) rows.push(['', `${tj.path}: ${tj.reason}`]);
@@ -63,19 +106,30 @@ export class TrialShowCommand extends ProbeCommand {
       const text = (tr.exception.traceback || tr.exception.text || '').trimEnd().split('\n');
       out.write(`\nexception:\n${text.slice(-12).map((l) => `  ${l}`).join('\n')}\n`);
     }
-    out.write(`\nfiles: ${ledgerText(t.ledger)}\n`);
-    for (const e of t.ledger.entries) {
-      const size = e.size === null ? '' : bytes(e.size);
-      const sha = e.sha256 ? e.sha256.slice(0, 12) : '';
-      out.write(`  ${e.status.padEnd(9)} ${e.role.padEnd(15)} ${size.padStart(10)}  ${sha.padEnd(12)}  ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`);
-    }
-    out.write(`  covers: ${t.ledger.covers}\n  sandbox: ${t.ledger.sandbox}\n`);
+    this.writeLedger(t);
     if (tree) {
       const lines = treeLines(tree);
       const shown = this.treeLimit > 0 ? lines.slice(0, this.treeLimit) : lines;
-      out.write(`\nspans (${countNodes(tree)}):\n${shown.join('\n')}\n`);
+      const cut = t.spans.cut ? `; ${t.spans.cut} cut at the limit of ${t.spans.limit}` : '';
+      out.write(`\nspans (${countNodes(tree)}${cut}):\n${shown.join('\n')}\n`);
       if (shown.length < lines.length) out.write(`… ${lines.length - shown.length} more lines (--tree-lines 0 prints all)\n`);
     } else out.write('\nspans: none found (the span file is missing)\n');
     return 0;
+  }
+
+  /** The ledger: counts, counts by role, the listed entries (or all, --files), what is not listed. */
+  private writeLedger(t: TrialCapture): void {
+    const out = this.context.stdout;
+    out.write(`\nfiles: ${ledgerText(t.ledger)}\n`);
+    const roles = byRoleText(t);
+    if (roles !== null) out.write(`  by role   ${roles}\n`);
+    const entries = this.files ? allLedgerEntries(t.dir, t.ledger) : t.ledger.entries;
+    for (const e of entries) out.write(ledgerLine(e));
+    if (!this.files) {
+      for (const r of t.ledger.by_reason ?? []) {
+        if (r.count > r.listed) out.write(`  … ${r.count - r.listed} more ${r.status}${r.reason_code ? ` (${r.reason_code})` : ''} (--files lists all)\n`);
+      }
+    }
+    out.write(`  covers: ${t.ledger.covers}\n  sandbox: ${t.ledger.sandbox}\n`);
   }
 }

@@ -23,6 +23,7 @@ export class TrialStageCommand extends ProbeCommand {
   groupId = Option.String('--group-id', { description: 'The group id (becomes the label `group`)' });
   contextPairs = Option.Array('--context', [], { description: 'A launcher correlation field KEY=VALUE (repeatable)' });
   maxFileBytes = Option.String('--max-file-bytes', { description: 'Skip files larger than this (default 268435456)', validator: isPositive });
+  maxSpans = Option.String('--max-spans', { description: 'Write at most this many spans; the rest are cut, counted and reported (default 50000)', validator: isPositive });
   json = Option.Boolean('--json', false, { description: 'Print the staged record as JSON' });
 
   async exec(): Promise<number> {
@@ -33,6 +34,7 @@ export class TrialStageCommand extends ProbeCommand {
       groupId: this.groupId,
       context: parseContext(this.contextPairs),
       maxFileBytes: this.maxFileBytes,
+      maxSpans: this.maxSpans,
     });
     if (this.json) this.context.stdout.write(`${JSON.stringify({ dir, ...staged }, null, 2)}\n`);
     else this.context.stdout.write(`staged ${JSON.stringify(staged.trial.name)} for step ${staged.step} in ${dir}: ${rewardText(staged.trial.rewards)}; files ${ledgerText(staged.collection)}; delivery pending\n`);

@@ -2,6 +2,7 @@ import { Command, Option } from 'clipanion';
 
 import { stagingStatus } from '../../trials/staging.js';
 import { ProbeCommand } from '../base-command.js';
+import { LISTED_PER_REASON } from '../../trials/ledger.js';
 import { ledgerText, rewardText } from './trial-common.js';
 
 export class TrialStatusCommand extends ProbeCommand {
@@ -38,13 +39,21 @@ export class TrialStatusCommand extends ProbeCommand {
           `${d.attempts ? `, ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}` : ''}${d.run_dir ? ` into ${d.run_dir}` : ''}` +
           `${d.delivered_at ? ` at ${d.delivered_at}` : ''}${d.status !== 'delivered' && d.last_error ? `\n              last error: ${d.last_error}` : ''}\n`,
       );
+      // bounded: the first LISTED_PER_REASON of each collection and delivery status (--files: all)
+      const shown = new Map<string, number>();
       for (const e of s.collection.entries) {
         const f = d.files[e.path];
         const interesting = e.status !== 'collected' || (f && f.status !== 'delivered');
         if (!this.files && !interesting) continue;
+        const group = `${e.status} ${e.reason_code ?? ''} ${f?.status ?? '-'}`;
+        const n = (shown.get(group) ?? 0) + 1;
+        shown.set(group, n);
+        if (!this.files && n > LISTED_PER_REASON) continue;
         const delivery = f ? `${f.status}${f.attempts > 1 || f.status === 'failed' ? ` (attempts ${f.attempts}${f.last_error ? `; ${f.last_error}` : ''})` : ''}` : '-';
         out.write(`    ${e.status.padEnd(9)} ${delivery.padEnd(9)} ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`);
       }
+      const more = [...shown.values()].reduce((a, n) => a + Math.max(0, n - LISTED_PER_REASON), 0);
+      if (!this.files && more > 0) out.write(`    … ${more} more not collected or not delivered (--files lists all)\n`);
     }
     return 0;
   }

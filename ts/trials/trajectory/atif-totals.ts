@@ -4,7 +4,7 @@
  * chain adds up (producers disagree on whether a continuation's totals are cumulative), and
  * the plan summary built from them. Kept apart because these rules are about numbers, not spans.
  */
-import type { PlannedSpan, TrajectoryPlan } from './plan.js';
+import type { TrajectoryPlan } from './plan.js';
 import { extraOf, isObject, putDefined, readNumber, str } from './atif-values.js';
 import type { Json, Notes } from './atif-values.js';
 
@@ -104,11 +104,11 @@ export function chainTotals(notes: Notes, running: Totals, next: DocumentTotals,
   return out;
 }
 
-/** The plan summary: span counts, the chain's totals, and who ran (agent, model, session). */
-export function summarise(notes: Notes, spans: readonly PlannedSpan[], doc: Json, totals: Totals): TrajectoryPlan['summary'] {
+/** The plan summary: span counts (of every span emitted, kept or cut), the chain's totals, and who ran (agent, model, session). */
+export function summarise(notes: Notes, kinds: ReadonlyMap<string, number>, doc: Json, totals: Totals): TrajectoryPlan['summary'] {
   const agent = isObject(doc.agent) ? doc.agent : null;
   if (agent === null) notes.add('noagent', 'the trajectory has no agent object');
-  const count = (kind: string): number => spans.filter((s) => s.kind === kind).length;
+  const count = (kind: string): number => kinds.get(kind) ?? 0;
   return {
     turns: count('turn'),
     toolCalls: count('tool_call'),

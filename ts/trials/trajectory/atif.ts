@@ -66,15 +66,24 @@ export function parseAtif(doc: unknown, ctx: TrajectoryContext): TrajectoryPlan 
   };
   const chain = expandChain(run, root, null, null);
   // the summary may warn too (no agent object): compute it before listing the warnings
-  const summary = summarise(run.notes, run.spans, doc, chain.totals);
-  return { format: version.format, spans: run.spans, referencedFiles: run.referenced, warnings: run.notes.list(), summary };
+  const summary = summarise(run.notes, run.kinds, doc, chain.totals);
+  return { format: version.format, spans: run.spans, ...(run.cut > 0 ? { spansCut: run.cut } : {}), referencedFiles: run.referenced, warnings: run.notes.list(), summary };
 }
 
 // ---- expansion state
 
-/** One expansion: the spans emitted so far and what was read on the way. */
+/**
+ * One expansion: the spans emitted so far and what was read on the way. Past the context's
+ * `maxSpans` a span is counted (by kind, and as cut) but not kept: a trajectory of 100,000
+ * steps is walked whole, its counts exact, while memory holds only the spans written.
+ */
 class Run {
   readonly spans: PlannedSpan[] = [];
+  /** Spans emitted per kind, kept or not. */
+  readonly kinds = new Map<string, number>();
+  /** Spans emitted past the budget. */
+  cut = 0;
+  private readonly budget: number;
   readonly referenced: string[] = [];
   readonly notes = new Notes();
   /** Embedded subagents some reference resolved to (the rest are expanded as unreferenced). */
@@ -86,7 +95,17 @@ class Run {
     readonly root: Json,
     /** Whether the context named the root document's path (else cycles back to it are found by content). */
     readonly rootKnown: boolean,
-  ) {}
+  ) {
+    const max = ctx.maxSpans;
+    this.budget = typeof max === 'number' && Number.isInteger(max) && max >= 0 ? max : Infinity;
+  }
+
+  /** Emits a span: kept while under the budget (spans come parent first, so what is kept is a whole tree). */
+  emit(span: PlannedSpan): void {
+    this.kinds.set(span.kind, (this.kinds.get(span.kind) ?? 0) + 1);
+    if (this.spans.length < this.budget) this.spans.push(span);
+    else this.cut++;
+  }
 
   addReferenced(file: string): void {
     if (!this.referenced.includes(file)) this.referenced.push(file);
@@ -137,7 +156,7 @@ function expandChain(run: Run, frame: Frame, parentPath: string | null, fallback
     if (ref === null) break;
     const contPath = child(parentPath, `cont:${k}`);
     const span = newSpan(contPath, parentPath, 'trajectory', `continuation #${k}`, { role: 'continuation', index: k, ref: clip(ref, LIMITS.key) });
-    run.spans.push(span);
+    run.emit(span);
     if (k > LIMITS.chain) {
       span.attributes.truncated = true;
       run.notes.add(`chain:${current.label}`, `${current.label}: more than ${LIMITS.chain} continuation files; stopped following`);
@@ -175,7 +194,7 @@ function expandSegment(run: Run, frame: Frame, parentPath: string | null, fallba
     const range = { start: times.start[i], end: times.end[i] };
     ranges.push(range);
     const turn = expandTurn(run.notes, frame, s, child(parentPath, s.key), parentPath, range, times.estimated[i]);
-    for (const span of turn.spans) run.spans.push(span);
+    for (const span of turn.spans) run.emit(span);
     if (turn.copied) copied += 1;
     else addTotals(stepSums, turn.metrics);
     for (const t of expandReferences(run, frame, turn, range)) addTotals(subSums, t);
@@ -219,7 +238,7 @@ function expandSubagent(
   putDefined(attrs, 'session_id', sid === null ? undefined : clip(sid, LIMITS.key));
   if (ref.extra !== undefined && ref.extra !== null) attrs.ref_extra = jsonSafe(run.notes, ref.extra, `${frame.label} subagent ref extra`);
   const span = newSpan(subPath, parentPath, 'trajectory', `subagent ${tid ?? tpath ?? sid ?? key}`, attrs);
-  run.spans.push(span);
+  run.emit(span);
   if (frame.depth + 1 > LIMITS.nesting) {
     span.attributes.truncated = true;
     run.notes.add(`deep:${frame.label}`, `${frame.label}: subagent trajectories nested deeper than ${LIMITS.nesting}; not expanded`);

@@ -39,12 +39,18 @@ export interface TrajectoryContext {
    *  Lets the cycle guard recognise a reference back to the root document by path; without
    *  it a reference that loads a document identical to the root is taken for a cycle. */
   file?: string;
+  /** Optional: spans the capture will write of this document. A parser may keep only the
+   *  first `maxSpans` (in emission order, parents first) and report how many more it
+   *  planned in `spansCut`; capture cuts whatever a parser keeps beyond it anyway. */
+  maxSpans?: number;
 }
 
 export interface TrajectoryPlan {
   /** e.g. `ATIF-v1.7`, or the registered parser name. */
   format: string;
   spans: PlannedSpan[];
+  /** Optional: spans planned past `ctx.maxSpans` and not kept in `spans` (counted in `summary` all the same). */
+  spansCut?: number;
   /** Trial-relative POSIX paths of every extra document the expansion read (subagent and continuation files), so capture can give them the `trajectory` role. */
   referencedFiles: string[];
   /** Human-readable notes about leniency applied (missing timestamps, unknown step keys, unresolved refs, non-finite numbers...). Never throws for bad content. */
@@ -155,7 +161,9 @@ function copyPlan(value: unknown): TrajectoryPlan {
   const seen = new Set<string>();
   const spans = value.spans.map((s: unknown, i: number) => copySpan(s, i, seen, warnings));
   const referencedFiles = stringList(value.referencedFiles, 'referencedFiles');
-  return { format: value.format, spans, referencedFiles, warnings, summary: copySummary(value.summary, spans, warnings) };
+  const cut = value.spansCut;
+  if (cut !== undefined && !(typeof cut === 'number' && Number.isSafeInteger(cut) && cut >= 0)) throw new PlanError(`spansCut must be a count (got ${describe(cut)})`);
+  return { format: value.format, spans, ...(cut ? { spansCut: cut } : {}), referencedFiles, warnings, summary: copySummary(value.summary, spans, warnings) };
 }
 
 function copySpan(value: unknown, i: number, seen: Set<string>, warnings: string[]): PlannedSpan {
