@@ -165,6 +165,26 @@ function damage(file: string): void {
   writeFileSync(file, bytes);
 }
 
+describe('a capture manifest that is not a regular file', () => {
+  for (const [kind, { make, called }] of Object.entries(KINDS)) {
+    test(`capture.json as ${kind}: the trials of the run are listed, this capture as broken, naming it`, async () => {
+      const dir = copyRun();
+      const capture = path.join(dir, 'trials', 'hello.0123456789ab');
+      mkdirSync(capture, { recursive: true });
+      const file = path.join(capture, 'capture.json');
+      make(file);
+      const reader = RunReader.open(dir);
+      assert.deepEqual(reader.trials(), []);
+      const broken = reader.brokenTrials();
+      assert.equal(broken.length, 1);
+      assert.ok(broken[0].error.includes(file), broken[0].error);
+      assert.match(broken[0].error, called);
+      const list = await runCli(['trial', 'list', dir]);
+      assert.equal(list.code, 0, list.stderr);
+    });
+  }
+});
+
 describe('a damaged surface is reported and the rest is shown', () => {
   test('a damaged span file: probe info and probe report show the steps and samples', async () => {
     const dir = copyRun();

@@ -9,7 +9,7 @@
  * verifier output and artifacts into the trial directory): what is not in the trial
  * directory at that moment is what the ledger calls unknown.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError } from '../errors.js';
@@ -20,7 +20,9 @@ import { collectTrial, copyCollected, outputInside, pruneTo } from './collect.js
 import { allLedgerEntries } from './ledger-file.js';
 import { CAPTURE_FILE } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
-import { beginCapture, captureDir, captureFilesDir, finishCapture, finishedCaptureOf, runIdOf, supersedeUnfinished } from './run-store.js';
+import { beginCapture, captureDir, captureFilesDir, finishCapture, finishedCaptureOf, readCaptureManifest, runIdOf, supersedeUnfinished } from './run-store.js';
+
+export { readCaptureManifest };
 import { isCaptureKey, safeRelative, stepsProblem } from './safe-path.js';
 import { trialStepOf } from './trajectories.js';
 
@@ -57,17 +59,6 @@ export async function captureTrial(trialDir: string, options: CaptureOptions): P
   });
 }
 
-/** Reads one capture's manifest; throws RLPROBE_NOT_FOUND when it has none. */
-export function readCaptureManifest(runDir: string, key: string): CaptureManifest {
-  if (!isCaptureKey(key)) throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir} (not a capture key)`);
-  const file = path.join(captureDir(runDir, key), CAPTURE_FILE);
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as CaptureManifest;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir}`);
-    throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${(e as Error).message}`);
-  }
-}
 
 /**
  * Re-expands a capture's trajectories from its stored files with the parsers registered now

@@ -3,11 +3,12 @@
  * `spans.parquet` and, for a ledger too long to list in the manifest, `ledger.jsonl`. Only
  * this module writes there.
  */
-import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
 import { native, RlprobeError } from '../errors.js';
+import { readRegularFile } from '../reader/regular-file.js';
 import { writeCaptureSpans } from '../native.js';
 import { captureKeyOf, trialIdentity } from './capture-key.js';
 import { DEFAULT_MAX_SPANS } from './capture-options.js';
@@ -17,7 +18,7 @@ import type { LedgerEntry } from './ledger.js';
 import { allLedgerEntries, LEDGER_FILE, writeLedgerFile } from './ledger-file.js';
 import { CAPTURE_FILE, CAPTURE_FORMAT_VERSION, FILES_DIR } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
-import { hostPath, isCleanRelative } from './safe-path.js';
+import { hostPath, isCaptureKey, isCleanRelative } from './safe-path.js';
 import { cutSpans, planTrajectories } from './trajectories.js';
 import type { TrialInfo } from './trial-info.js';
 import { writeDurable } from './verified-copy.js';
@@ -32,15 +33,30 @@ export function captureFilesDir(runDir: string, key: string): string {
   return path.join(captureDir(runDir, key), FILES_DIR);
 }
 
+/** Reads one capture's manifest; throws RLPROBE_NOT_FOUND when it has none. */
+export function readCaptureManifest(runDir: string, key: string): CaptureManifest {
+  if (!isCaptureKey(key)) throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir} (not a capture key)`);
+  const file = path.join(captureDir(runDir, key), CAPTURE_FILE);
+  // a FIFO or /dev/zero in its place must not hang every trial listing: regular files only
+  const text = readRegularFile(file, 'RLPROBE_BAD_MANIFEST', 'move the capture directory out of the run (or capture the trial again)');
+  if (text === null) throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir}`);
+  try {
+    return JSON.parse(text) as CaptureManifest;
+  } catch (e) {
+    throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${(e as Error).message}`);
+  }
+}
+
 /** The run id from `manifest.json`; throws RLPROBE_NOT_A_RUN when there is none. */
 export function runIdOf(runDir: string): string {
   const file = path.join(runDir, 'manifest.json');
+  const text = readRegularFile(file, 'RLPROBE_BAD_MANIFEST', 'restore the run\'s manifest.json');
+  if (text === null) throw new RlprobeError('RLPROBE_NOT_A_RUN', `not a run directory (no manifest.json): ${runDir}`);
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
+    raw = JSON.parse(text);
   } catch (e) {
-    const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new RlprobeError(missing ? 'RLPROBE_NOT_A_RUN' : 'RLPROBE_BAD_MANIFEST', missing ? `not a run directory (no manifest.json): ${runDir}` : `${file}: ${(e as Error).message}`);
+    throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${(e as Error).message}`);
   }
   const id = (raw as { run_id?: unknown } | null)?.run_id;
   if (typeof id !== 'string' || id === '') throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: run_id: expected a non-empty string`);
@@ -142,7 +158,7 @@ export function supersedeUnfinished(runDir: string, key: string, info: TrialInfo
   const dir = captureDir(runDir, provisional);
   let m: CaptureManifest;
   try {
-    m = JSON.parse(readFileSync(path.join(dir, CAPTURE_FILE), 'utf8')) as CaptureManifest;
+    m = readCaptureManifest(runDir, provisional);
   } catch {
     return;
   }
@@ -168,7 +184,7 @@ export function finishedCaptureOf(runDir: string, info: TrialInfo): string | nul
 /** The manifest of a finished capture of `key`, or null (none, or unreadable). */
 export function priorManifest(runDir: string, key: string): CaptureManifest | null {
   try {
-    return JSON.parse(readFileSync(path.join(captureDir(runDir, key), CAPTURE_FILE), 'utf8')) as CaptureManifest;
+    return readCaptureManifest(runDir, key);
   } catch {
     return null;
   }
@@ -229,6 +245,15 @@ function priorEntries(runDir: string, key: string, prior: CaptureManifest): Ledg
 }
 
 /** Capture keys in `runDir`: finished ones (with a manifest) and unfinished ones. */
+function presentAt(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function captureKeys(runDir: string): { finished: string[]; unfinished: string[] } {
   const dir = path.join(runDir, TRIALS_DIR);
   let names: string[];
@@ -241,7 +266,9 @@ export function captureKeys(runDir: string): { finished: string[]; unfinished: s
   const unfinished: string[] = [];
   for (const n of names) {
     if (n.startsWith('.')) continue;
-    (existsSync(path.join(dir, n, CAPTURE_FILE)) ? finished : unfinished).push(n);
+    // lstat: anything at the manifest's name makes a finished capture, so a symlink loop or
+    // a FIFO there is read (and reported as broken, by name) rather than taken for unfinished
+    (presentAt(path.join(dir, n, CAPTURE_FILE)) ? finished : unfinished).push(n);
   }
   return { finished, unfinished };
 }
