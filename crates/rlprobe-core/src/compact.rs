@@ -118,16 +118,7 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
     // a damaged part is neither merged nor deleted: the error names it, to be moved aside
     sources.require_readable()?;
     let mut report = CompactReport::default();
-    let parts: Vec<PartRef> = sources
-        .sources
-        .iter()
-        .filter(|s| !s.compacted)
-        .map(|s| PartRef { path: s.file.path.clone(), file_id: s.file.file_id() })
-        .collect();
-    // Also list the leftovers of an earlier interrupted compaction: the old steps.parquet
-    // held them, this one does too, and they are only deleted after the rename below.
-    // Forgetting them would make them look new if we die in between.
-    let absorbed: Vec<PartRef> = parts.iter().chain(&sources.absorbed_leftovers).cloned().collect();
+    let (parts, absorbed) = sources.parts_to_merge();
 
     if !parts.is_empty() {
         let schemas: Vec<SchemaRef> = sources.sources.iter().map(|s| s.file.schema()).collect();

@@ -55,6 +55,17 @@ impl TableSources {
     pub fn require_readable(&self) -> io::Result<()> {
         damaged_error(&self.damaged).map_or(Ok(()), Err)
     }
+
+    /// What a compaction merges: the parts outside the compacted file, and everything the
+    /// new compacted file will have absorbed — those parts plus the leftovers of an earlier
+    /// interrupted compaction (the old file held them, the new one does too, and they are
+    /// deleted only after its rename: forgetting them would make them look new).
+    pub fn parts_to_merge(&self) -> (Vec<PartRef>, Vec<PartRef>) {
+        let parts: Vec<PartRef> =
+            self.sources.iter().filter(|s| !s.compacted).map(|s| PartRef { path: s.file.path.clone(), file_id: s.file.file_id() }).collect();
+        let absorbed = parts.iter().chain(&self.absorbed_leftovers).cloned().collect();
+        (parts, absorbed)
+    }
 }
 
 /// Opens the step files of `run_dir`. Retries when a listed part vanishes mid-way

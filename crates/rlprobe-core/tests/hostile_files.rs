@@ -213,17 +213,8 @@ fn a_file_that_is_not_regular_fails_at_once_naming_it_and_the_other_surfaces_sti
     }
 }
 
-/// A small seeded PRNG (splitmix64), so a failing flip can be replayed from the printed seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+/// A small seeded PRNG, so a failing flip can be replayed from the printed seed.
+use rlprobe_core::samples::select::SplitMix64 as Rng;
 
 /// Flips `flips` seeded bits, one at a time, in `rel` of a run made by `make`, and reads the
 /// surface back with `read`: every flip must read back exactly the original values or fail

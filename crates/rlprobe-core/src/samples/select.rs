@@ -140,11 +140,12 @@ pub fn call_seed(recorder_seed: u64, call: u64) -> u64 {
     s.next()
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for a sample draw.
-struct SplitMix64(u64);
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for a sample draw
+/// (and for the tests' seeded damage).
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

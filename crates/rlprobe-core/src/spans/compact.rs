@@ -20,7 +20,6 @@ use crate::compact::{absorbed_metadata, lock_run, remove_absorbed_parts, Compact
 use crate::layout::{SPANS_DIR, SPANS_FILE};
 use crate::parquet_io::{arrow_writer, to_io, ParquetFile};
 use crate::props::Codec;
-use crate::steps_files::PartRef;
 
 /// Merges the run's span parts into `spans/spans.parquet`. Idempotent; safe while a
 /// recorder still writes parts (they go into the next compaction). In the report,
@@ -36,13 +35,7 @@ pub fn compact_spans(run_dir: &Path) -> io::Result<CompactReport> {
     let sources = open_sources(run_dir)?;
     // a damaged part is neither merged nor deleted: the error names it, to be moved aside
     sources.require_readable()?;
-    let parts: Vec<PartRef> = sources
-        .sources
-        .iter()
-        .filter(|s| !s.compacted)
-        .map(|s| PartRef { path: s.file.path.clone(), file_id: s.file.file_id() })
-        .collect();
-    let absorbed: Vec<PartRef> = parts.iter().chain(&sources.absorbed_leftovers).cloned().collect();
+    let (parts, absorbed) = sources.parts_to_merge();
     if !parts.is_empty() {
         // each stage drops the one before it: at most two copies of the table at a time
         let unique = {

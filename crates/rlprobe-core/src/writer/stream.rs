@@ -117,6 +117,19 @@ fn report_bad_batch(shared: &Shared, kind: Kind, count: u64, reason: &str) {
     );
 }
 
+/// Takes queued calls (encoded `logSamples` calls, span batches) off `queue` until about
+/// `budget` rows were moved; `take` decodes one call and returns the rows it buffered.
+/// Returns the rows moved and whether calls are left.
+fn drain_calls(queue: &std::sync::Mutex<super::ByteQueue>, budget: usize, mut take: impl FnMut(Vec<u8>, u64) -> usize) -> (usize, bool) {
+    let mut moved = 0;
+    while moved < budget {
+        let Some((encoded, count)) = super::lock(queue).pop() else { return (moved, false) };
+        // a call of no rows still counts as progress, so the budget ends the loop
+        moved += take(encoded, count).max(1);
+    }
+    (moved, !super::lock(queue).batches.is_empty())
+}
+
 /// Step records: the lock-free ring the JS encoder writes → a columnar batch.
 pub struct StepStream {
     pub consumer: ring::Consumer,
@@ -221,31 +234,29 @@ impl RowStream for SampleStream {
 
     fn drain(&mut self, shared: &Shared, budget: usize) -> (usize, bool) {
         let tally = &shared.counters.writer.tally[Kind::Samples.index()];
-        let mut moved = 0;
-        while moved < budget {
-            let Some((encoded, count)) = super::lock(&shared.samples).pop() else { return (moved, false) };
+        drain_calls(&shared.samples, budget, |encoded, count| {
             self.in_flight = count;
-            match decode_batch(&encoded, shared.rank) {
+            let decoded = decode_batch(&encoded, shared.rank);
+            self.in_flight = 0;
+            match decoded {
                 Ok((rows, bad)) => {
                     bump(&tally.bad, bad.len() as u64);
-                    self.in_flight = 0;
-                    moved += rows.len();
+                    let n = rows.len();
                     for row in rows {
                         self.buffer.push(row);
                     }
                     for b in &bad {
                         Self::report_bad_sample(shared, b);
                     }
+                    n
                 }
                 Err(reason) => {
                     bump(&tally.bad, count);
-                    self.in_flight = 0;
                     report_bad_batch(shared, Kind::Samples, count, &reason);
+                    0
                 }
             }
-            moved = moved.max(1);
-        }
-        (moved, !super::lock(&shared.samples).batches.is_empty())
+        })
     }
 
     fn buffered(&self) -> usize {
@@ -307,9 +318,7 @@ impl RowStream for SpanStream {
 
     fn drain(&mut self, shared: &Shared, budget: usize) -> (usize, bool) {
         let tally = &shared.counters.writer.tally[Kind::Spans.index()];
-        let mut moved = 0;
-        while moved < budget {
-            let Some((encoded, count)) = super::lock(&shared.spans).pop() else { return (moved, false) };
+        drain_calls(&shared.spans, budget, |encoded, count| {
             self.in_flight = count;
             // all of a batch or none of it: a torn buffer counts whole as bad
             let mut views = Vec::with_capacity((count as usize).min(encoded.len() / 60));
@@ -322,20 +331,19 @@ impl RowStream for SpanStream {
                         self.builders.append(v, shared.rank);
                         self.in_flight -= 1;
                     }
-                    moved += views.len();
                     for b in &bad {
                         Self::report_bad_span(shared, b);
                     }
+                    views.len()
                 }
                 Err(reason) => {
                     bump(&tally.bad, count);
                     self.in_flight = 0;
                     report_bad_batch(shared, Kind::Spans, count, &reason);
+                    0
                 }
             }
-            moved = moved.max(1);
-        }
-        (moved, !super::lock(&shared.spans).batches.is_empty())
+        })
     }
 
     fn buffered(&self) -> usize {
