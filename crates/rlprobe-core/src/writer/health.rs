@@ -72,8 +72,6 @@ impl Outage {
 
 #[derive(Default)]
 pub struct Health {
-    /// Failed writes since the recorder opened.
-    pub failures: u64,
     outage: Option<Outage>,
     /// A part file was published since the outage's last failure. An event line that goes
     /// through proves little (a full disk still takes a line in a file's last page), so an
@@ -86,7 +84,6 @@ pub struct Health {
 impl Health {
     /// Notes a failed write; returns the stderr line to print now, if the rate allows one.
     pub fn failed(&mut self, run_dir: &str, error: &str, lost: Lost) -> Option<String> {
-        self.failures += 1;
         self.part_since_failure = false;
         let now = now_unix_seconds();
         let o = self.outage.get_or_insert_with(|| Outage {
@@ -170,7 +167,6 @@ mod tests {
         h.part_published();
         let merged = h.take_outage().unwrap();
         assert_eq!((merged.failures, merged.lost.steps, merged.first_error.as_str()), (3, 201, "disk full"));
-        assert_eq!(h.failures, 3);
     }
 
     #[test]
