@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-import { main } from './main.js';
-
 // `probe samples … | head`: a closed pipe ends the output, not the process with a trace
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {
@@ -9,12 +7,18 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`probe: ${(error as Error)?.stack ?? String(error)}\n`);
-    process.exitCode = 1;
-  },
+function report(error: unknown): void {
+  // a missing native addon is the user's platform, not a bug: its message says what to do
+  const missingAddon = (error as { code?: unknown })?.code === 'RLPROBE_NATIVE_MISSING';
+  process.stderr.write(`probe: ${missingAddon ? (error as Error).message : ((error as Error)?.stack ?? String(error))}\n`);
+  process.exitCode = 1;
+}
+
+// imported, not linked: loading the native addon can fail, and that must reach report()
+import('./main.js').then(
+  ({ main }) =>
+    main(process.argv.slice(2)).then((code) => {
+      process.exitCode = code;
+    }, report),
+  report,
 );
