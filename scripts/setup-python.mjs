@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// Creates (or reuses) the virtualenv the Python interop tests run in: .venv-interop/,
-// with the pinned packages of test/interop/requirements.txt. Idempotent: a stamp holding
+// Creates (or reuses) one of the project's pinned virtualenvs. Idempotent: a stamp holding
 // the requirements' hash skips the install when nothing changed.
+//   interop  .venv-interop/: the Python clients the interop tests compare against
+//            (test/interop/requirements.txt)
+//   build    .venv-build/: Zig and cargo-zigbuild, which build the Linux binaries for
+//            glibc 2.17 (scripts/requirements-build.txt)
 //
-//   node scripts/setup-python.mjs          create or reuse; prints the venv's python
-//   RLPROBE_PYTHON_BASE=python3.11 …       the interpreter to create it with
+//   node scripts/setup-python.mjs [interop|build]   create or reuse; prints the venv's python
+//   RLPROBE_PYTHON_BASE=python3.11 …                the interpreter to create it with
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,8 +15,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const venv = path.join(root, '.venv-interop');
-const requirements = path.join(root, 'test', 'interop', 'requirements.txt');
+const VENVS = {
+  interop: { dir: '.venv-interop', requirements: 'test/interop/requirements.txt' },
+  build: { dir: '.venv-build', requirements: 'scripts/requirements-build.txt' },
+};
+const which = process.argv[2] ?? 'interop';
+if (!(which in VENVS)) {
+  process.stderr.write(`setup-python: unknown virtualenv "${which}"; expected one of ${Object.keys(VENVS).join(', ')}\n`);
+  process.exit(2);
+}
+const venv = path.join(root, VENVS[which].dir);
+const requirements = path.join(root, VENVS[which].requirements);
 const stamp = path.join(venv, '.rlprobe-requirements');
 const python = path.join(venv, process.platform === 'win32' ? 'Scripts/python.exe' : 'bin/python');
 
