@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { REPO_ROOT, freshTempDir } from './helpers/child.js';
 import { highestVersion, readElf } from './helpers/elf.js';
-import { publishTarball, startRegistry } from './helpers/registry.js';
+import { publishTarball, startRegistry, waitUntilDown } from './helpers/registry.js';
 import type { LocalRegistry } from './helpers/registry.js';
 
 const PLATFORM = 'linux-x64-gnu';
@@ -168,10 +168,11 @@ describe('npm install rlprobe from a registry, with no Rust', { skip, timeout: 1
     assert.notEqual(run('sh', ['-c', 'command -v cargo || command -v rustc'], home, env).status, 0, 'cargo or rustc is still on the test PATH');
   });
 
-  after(() => {
+  after(async () => {
     registry?.stop();
     for (const line of figures) console.log(`# ${line}`);
     tmp?.cleanup();
+    if (registry) await waitUntilDown(registry.url);
   });
 
   test('the root tarball lists every platform package at its exact version, and each platform package says where it runs', () => {

@@ -1,8 +1,8 @@
 /**
  * A private npm registry for install tests: Verdaccio (a devDependency) on 127.0.0.1, with
  * no uplinks, so an install can only get what the test published to it. `stop()` kills the
- * whole process group; it is also registered on process exit so no registry outlives a
- * failed or interrupted test run.
+ * whole process group; it also runs on process exit, SIGINT and SIGTERM, so no registry
+ * outlives a failed, timed-out or interrupted test run.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -64,6 +64,20 @@ async function createUser(url: string): Promise<string> {
   return body.token;
 }
 
+/** Resolves once nothing answers at `url` any more (throws after 10 s). */
+export async function waitUntilDown(url: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    try {
+      await fetch(`${url}-/ping`);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the registry at ${url} still answers after stop()`);
+}
+
 export async function startRegistry(dir: string): Promise<LocalRegistry> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
@@ -95,10 +109,19 @@ export async function startRegistry(dir: string): Promise<LocalRegistry> {
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const onExit = () => killGroup(child);
+  // a runner's timeout or ^C ends this process by signal, where 'exit' never fires
+  const onSignal = (signal: NodeJS.Signals) => {
+    killGroup(child);
+    process.kill(process.pid, signal);
+  };
   process.on('exit', onExit);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const stop = () => {
     killGroup(child);
     process.off('exit', onExit);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   };
   try {
     await waitUntilUp(url, child, () => output);
