@@ -57,13 +57,13 @@ fn main() {
     let now = dir.join("now.parquet");
     let batch = table.to_record_batch().unwrap();
     let write_before = best_ms(|| {
-        let props = writer_properties(batch.schema().as_ref(), Codec::default(), Vec::new()).into_builder().set_offset_index_disabled(false).build();
+        let props = writer_properties(batch.schema().as_ref(), Codec::default(), Vec::new()).unwrap().into_builder().set_offset_index_disabled(false).build();
         let mut w = ArrowWriter::try_new(File::create(&before).unwrap(), batch.schema(), Some(props)).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
     });
     let write_now = best_ms(|| {
-        let mut w = arrow_writer(File::create(&now).unwrap(), batch.schema(), Codec::default(), Vec::new()).unwrap();
+        let mut w = arrow_writer(File::create(&now).unwrap(), &now, batch.schema(), Codec::default(), Vec::new()).unwrap();
         w.write(&batch).unwrap();
         w.into_inner().unwrap();
     });

@@ -88,6 +88,9 @@ export declare function diagnoseRunAsync(runDir: string, options?: NativeDoctorO
 /** The detectors and the columns they read. */
 export declare function doctorDetectors(): Array<NativeDetectorInfo>
 
+/** Every code an error from this addon can carry: the core's and the binding's own. */
+export declare function errorCodes(): Array<string>
+
 export interface NativeCloseReport {
   counters: NativeCounters
   compaction?: NativeCompactReport

@@ -101,6 +101,7 @@ export const {
   diagnoseRun,
   diagnoseRunAsync,
   doctorDetectors,
+  errorCodes,
   pushStep,
   readSpans,
   readSteps,

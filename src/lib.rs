@@ -1,7 +1,9 @@
-//! The Node binding: a thin layer over `rlprobe-core`. Every export catches panics (they
-//! become JS errors, never a dead process); errors carry a `[RLPROBE_…]` code prefix that
-//! the TypeScript facade folds into one `RlprobeError` type.
+//! The Node binding: a thin layer over `rlprobe-core` and `rlprobe-doctor`. Every export
+//! catches panics (they become JS errors, never a dead process); every error is thrown with
+//! its `RLPROBE_…` code set natively (`error`), which the TypeScript facade folds into one
+//! `RlprobeError` type.
 //!
+//! - `error`: core errors and panics as coded JS errors, and the list of codes
 //! - `recorder`: `NativeRecorder` and the hand-registered hot path `pushStep`
 //! - `steps`: reading steps as typed-array columns, their files and columns, compaction
 //! - `samples`: sample selection, compaction and the streaming sample cursor
@@ -15,22 +17,13 @@ use napi_derive::napi;
 use rlprobe_core::compact::CompactReport;
 
 mod doctor;
+mod error;
 mod recorder;
 mod samples;
 mod spans;
 mod steps;
 
-pub(crate) fn err(code: &str, msg: impl std::fmt::Display) -> Error {
-    Error::new(Status::GenericFailure, format!("[{code}] {msg}"))
-}
-
-pub(crate) fn io_err(e: std::io::Error) -> Error {
-    match e.kind() {
-        // another recorder holds the run directory (writer/lock.rs)
-        std::io::ErrorKind::ResourceBusy => err("RLPROBE_LOCKED", e),
-        _ => err("RLPROBE_IO", e),
-    }
-}
+use error::{guard, js, settle, Result};
 
 /// A file readers skip (foreign) or cannot read (damaged), and why.
 #[napi(object)]
@@ -41,6 +34,10 @@ pub struct NativeSkippedFile {
 
 pub(crate) fn skipped(files: &[rlprobe_core::stream_files::SkippedFile]) -> Vec<NativeSkippedFile> {
     files.iter().map(|f| NativeSkippedFile { path: f.path.display().to_string(), reason: f.reason.clone() }).collect()
+}
+
+pub(crate) fn damaged(files: &[rlprobe_core::stream_files::DamagedFile]) -> Vec<NativeSkippedFile> {
+    files.iter().map(|f| NativeSkippedFile { path: f.path.display().to_string(), reason: f.reason() }).collect()
 }
 
 #[napi(object)]
@@ -73,7 +70,7 @@ impl From<CompactReport> for NativeCompactReport {
 /// Writes a file atomically (temporary, fsync, rename, fsync of the directory).
 #[napi(catch_unwind)]
 pub fn write_file_atomic(path: String, contents: String) -> Result<()> {
-    rlprobe_core::atomic::write_file_atomic(&PathBuf::from(path), contents.as_bytes()).map_err(io_err)
+    guard(|| rlprobe_core::atomic::write_file_atomic(&PathBuf::from(path), contents.as_bytes()).map_err(js))
 }
 
 pub struct SyncFilesystemTask {
@@ -81,15 +78,15 @@ pub struct SyncFilesystemTask {
 }
 
 impl Task for SyncFilesystemTask {
-    type Output = ();
+    type Output = Result<()>;
     type JsValue = ();
 
-    fn compute(&mut self) -> Result<()> {
-        rlprobe_core::atomic::sync_filesystem(&self.dir).map_err(io_err)
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(guard(|| rlprobe_core::atomic::sync_filesystem(&self.dir).map_err(js)))
     }
 
-    fn resolve(&mut self, _env: Env, _output: ()) -> Result<()> {
-        Ok(())
+    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<()> {
+        settle(env, output)
     }
 }
 
@@ -103,5 +100,5 @@ pub fn sync_filesystem_async(dir: String) -> AsyncTask<SyncFilesystemTask> {
 /// Panics on purpose, so the tests can show a Rust panic surfaces as a JS error.
 #[napi(catch_unwind)]
 pub fn debug_panic(message: String) -> Result<()> {
-    panic!("{message}");
+    guard(|| panic!("{message}"))
 }

@@ -10,8 +10,9 @@ use napi_derive::napi;
 use rlprobe_core::events::event_line;
 use rlprobe_core::writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};
 
-use crate::doctor::{LiveFeed, NativeFinding};
-use crate::{err, io_err, NativeCompactReport};
+use crate::doctor::{start_live, LiveFeed, NativeFinding};
+use crate::error::{fail, guard, js, napi_failed, Result, STATE};
+use crate::NativeCompactReport;
 
 #[napi(object)]
 pub struct NativeRecorderOptions {
@@ -133,13 +134,16 @@ thread_local! {
     static SLOTS: RefCell<Vec<Option<Slot>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Runs `f` on recorder `handle` of this thread (a panic in it: `RLPROBE_PANIC`).
 fn with_slot<T>(handle: u32, f: impl FnOnce(&mut Slot) -> Result<T>) -> Result<T> {
-    SLOTS.with(|slots| {
-        let mut slots = slots.borrow_mut();
-        match slots.get_mut(handle as usize).and_then(Option::as_mut) {
-            Some(slot) => f(slot),
-            None => Err(err("RLPROBE_STATE", format!("no recorder with handle {handle} on this thread"))),
-        }
+    guard(|| {
+        SLOTS.with(|slots| {
+            let mut slots = slots.borrow_mut();
+            match slots.get_mut(handle as usize).and_then(Option::as_mut) {
+                Some(slot) => f(slot),
+                None => Err(fail(STATE, format!("no recorder with handle {handle} on this thread"))),
+            }
+        })
     })
 }
 
@@ -153,45 +157,7 @@ pub struct NativeRecorder {
 impl NativeRecorder {
     #[napi(constructor, catch_unwind)]
     pub fn new(env: Env, options: NativeRecorderOptions) -> Result<Self> {
-        let mut o = RecorderOptions::new(PathBuf::from(options.run_dir));
-        o.rank = options.rank as i64;
-        o.flush_interval = Duration::from_millis(options.flush_interval_ms.max(1) as u64);
-        o.flush_steps = options.flush_steps.max(1) as usize;
-        o.queue_capacity = options.queue_capacity.max(1) as usize;
-        if let Some(bytes) = options.sample_queue_bytes {
-            o.sample_queue_bytes = bytes.max(1) as usize;
-        }
-        let doctor = match options.live_doctor {
-            Some(d) => {
-                let (feed, tap) = LiveFeed::start(d.min_every.max(1) as usize, d.resolution.unwrap_or_default(), d.kl_per_token.unwrap_or(true)).map_err(io_err)?;
-                o.step_tap = Some(tap);
-                Some(feed)
-            }
-            None => None,
-        };
-        let recorder = Recorder::open(o).map_err(io_err)?;
-        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let handle = SLOTS.with(|slots| {
-            let mut slots = slots.borrow_mut();
-            let slot = Some(Slot { id, recorder, scratch: None, doctor });
-            match slots.iter().position(Option::is_none) {
-                Some(free) => {
-                    slots[free] = slot;
-                    free
-                }
-                None => {
-                    slots.push(slot);
-                    slots.len() - 1
-                }
-            }
-        });
-        if options.close_on_teardown == Some(true) {
-            let what = (handle as u32, id, options.rank as i64, options.thread_id.unwrap_or(0));
-            // no JS runs after teardown: this is the last moment the recording can be closed
-            env.add_env_cleanup_hook(what, |(handle, id, rank, thread_id)| close_on_teardown(handle, id, rank, thread_id))?;
-        }
-        Ok(NativeRecorder { handle: handle as u32 })
+        guard(|| open(env, options))
     }
 
     /// The handle `pushStep` takes.
@@ -257,7 +223,7 @@ impl NativeRecorder {
     #[napi(catch_unwind)]
     pub fn register(&self, key: String) -> Result<NativeColumnId> {
         with_slot(self.handle, |slot| {
-            let (id, kind) = slot.recorder.register(&key).map_err(|m| err("RLPROBE_INVALID", m))?;
+            let (id, kind) = slot.recorder.register(&key).map_err(js)?;
             Ok(NativeColumnId { id, kind: kind.as_str().into() })
         })
     }
@@ -268,7 +234,7 @@ impl NativeRecorder {
     #[napi(catch_unwind)]
     pub fn register_all(&self, keys: Vec<String>) -> Result<Vec<NativeColumnId>> {
         with_slot(self.handle, |slot| {
-            let cols = slot.recorder.register_all(&keys).map_err(|m| err("RLPROBE_INVALID", m))?;
+            let cols = slot.recorder.register_all(&keys).map_err(js)?;
             Ok(cols.into_iter().map(|(id, kind)| NativeColumnId { id, kind: kind.as_str().to_string() }).collect())
         })
     }
@@ -303,7 +269,7 @@ impl NativeRecorder {
     /// Writes an event line from this thread and fsyncs it (crash-class events).
     #[napi(catch_unwind)]
     pub fn write_event_now(&self, event_json: String) -> Result<()> {
-        with_slot(self.handle, |slot| slot.recorder.write_event_now(&event_json).map_err(io_err))
+        with_slot(self.handle, |slot| slot.recorder.write_event_now(&event_json).map_err(js))
     }
 
     /// Publishes everything queued and fsyncs events, waiting at most `timeout_ms`.
@@ -317,10 +283,7 @@ impl NativeRecorder {
     pub fn close(&self, compact: bool, timeout_ms: u32) -> Result<NativeCloseReport> {
         with_slot(self.handle, |slot| {
             slot.scratch = None;
-            slot.recorder
-                .close(compact, Duration::from_millis(timeout_ms as u64))
-                .map(Into::into)
-                .map_err(|m| err("RLPROBE_TIMEOUT", m))
+            slot.recorder.close(compact, Duration::from_millis(timeout_ms as u64)).map(Into::into).map_err(js)
         })
     }
 
@@ -351,6 +314,49 @@ impl NativeRecorder {
     }
 }
 
+/// Opens the recorder and gives it a slot of this thread (the constructor's body).
+fn open(env: Env, options: NativeRecorderOptions) -> Result<NativeRecorder> {
+    let mut o = RecorderOptions::new(PathBuf::from(options.run_dir));
+    o.rank = options.rank as i64;
+    o.flush_interval = Duration::from_millis(options.flush_interval_ms.max(1) as u64);
+    o.flush_steps = options.flush_steps.max(1) as usize;
+    o.queue_capacity = options.queue_capacity.max(1) as usize;
+    if let Some(bytes) = options.sample_queue_bytes {
+        o.sample_queue_bytes = bytes.max(1) as usize;
+    }
+    let doctor = match options.live_doctor {
+        Some(d) => {
+            let (feed, tap) = start_live(d)?;
+            o.step_tap = Some(tap);
+            Some(feed)
+        }
+        None => None,
+    };
+    let recorder = Recorder::open(o).map_err(js)?;
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let handle = SLOTS.with(|slots| {
+        let mut slots = slots.borrow_mut();
+        let slot = Some(Slot { id, recorder, scratch: None, doctor });
+        match slots.iter().position(Option::is_none) {
+            Some(free) => {
+                slots[free] = slot;
+                free
+            }
+            None => {
+                slots.push(slot);
+                slots.len() - 1
+            }
+        }
+    });
+    if options.close_on_teardown == Some(true) {
+        let what = (handle as u32, id, options.rank as i64, options.thread_id.unwrap_or(0));
+        // no JS runs after teardown: this is the last moment the recording can be closed
+        env.add_env_cleanup_hook(what, |(handle, id, rank, thread_id)| close_on_teardown(handle, id, rank, thread_id)).map_err(napi_failed)?;
+    }
+    Ok(NativeRecorder { handle: handle as u32 })
+}
+
 /// The environment of a worker is going away with its recorder open: record why, then
 /// flush and compact within a bound (Node joins the worker's thread before it exits).
 fn close_on_teardown(handle: u32, id: u64, rank: i64, thread_id: u32) {
@@ -361,12 +367,16 @@ fn close_on_teardown(handle: u32, id: u64, rank: i64, thread_id: u32) {
             return; // closed by the facade (its own exit hooks, or the main thread's relay)
         }
         let c = slot.recorder.counters();
-        let data = format!(
-            "{{\"code\":null,\"ended_by\":\"terminated\",\"worker_thread_id\":{thread_id},\"logged\":{},\"dropped\":{},\"bad\":{}}}",
-            c.logged, c.dropped, c.bad
-        );
+        let data = serde_json::json!({
+            "code": null,
+            "ended_by": "terminated",
+            "worker_thread_id": thread_id,
+            "logged": c.logged,
+            "dropped": c.dropped,
+            "bad": c.bad,
+        });
         let message = "worker thread torn down with the recorder open (worker.terminate(), or the process ended with no rlprobe in the main thread): closed on teardown";
-        slot.recorder.log_event(event_line("process_exit", None, rank, message, &data));
+        slot.recorder.log_event(event_line("process_exit", None, rank, message, data));
         let _ = slot.recorder.close(true, Duration::from_secs(15));
     });
 }
@@ -420,16 +430,16 @@ fn push_into_slot(handle: u32, len: u32) -> bool {
     })
 }
 
+/// The kind of the column a step-record key lands in ("f64", "i64", "list_f64"),
+/// registering nothing; an `RLPROBE_INVALID` error for a key that cannot be a column.
+#[napi(catch_unwind)]
+pub fn step_column_kind(key: String) -> Result<String> {
+    guard(|| rlprobe_core::schema::resolve_step_key(&key).map(|(_, kind)| kind.as_str().to_string()).map_err(js))
+}
+
 /// Typed declaration of `pushStep` (so the loader and the .d.ts export it). At load time
 /// `register_raw_exports` replaces it with `push_step_raw`, same behaviour, a tenth of the
 /// call cost.
-/// The kind of the column a step-record key lands in ("f64", "i64", "list_f64"),
-/// registering nothing; an error for a key that cannot be a column.
-#[napi(catch_unwind)]
-pub fn step_column_kind(key: String) -> Result<String> {
-    rlprobe_core::schema::resolve_step_key(&key).map(|(_, kind)| kind.as_str().to_string()).map_err(|m| err("RLPROBE_INVALID", m))
-}
-
 #[napi(catch_unwind)]
 pub fn push_step(handle: u32, len: u32) -> Result<()> {
     push_into_slot(handle, len);
@@ -438,7 +448,7 @@ pub fn push_step(handle: u32, len: u32) -> Result<()> {
 
 /// Adds the hand-registered functions to the module's exports.
 #[napi(module_exports)]
-pub fn register_raw_exports(exports: Object, env: Env) -> Result<()> {
+pub fn register_raw_exports(exports: Object, env: Env) -> napi::Result<()> {
     let name = "pushStep";
     let mut function = std::ptr::null_mut();
     unsafe {
@@ -451,11 +461,11 @@ pub fn register_raw_exports(exports: Object, env: Env) -> Result<()> {
             &mut function,
         );
         if status != sys::Status::napi_ok {
-            return Err(err("RLPROBE_NATIVE", "could not create pushStep"));
+            return Err(napi::Error::from_reason("rlprobe: could not create pushStep"));
         }
         let status = sys::napi_set_named_property(env.raw(), exports.raw(), c"pushStep".as_ptr(), function);
         if status != sys::Status::napi_ok {
-            return Err(err("RLPROBE_NATIVE", "could not export pushStep"));
+            return Err(napi::Error::from_reason("rlprobe: could not export pushStep"));
         }
     }
     Ok(())

@@ -12,7 +12,8 @@ use napi_derive::napi;
 use rlprobe_core::samples::select::call_seed;
 use rlprobe_core::samples::{select_samples, SampleCursor, SampleFilter, SamplingConfig};
 
-use crate::{err, io_err, skipped, NativeCompactReport, NativeSkippedFile};
+use crate::error::{guard, js, settle, Result};
+use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
 
 #[napi(object)]
 pub struct NativeSampling {
@@ -39,7 +40,7 @@ fn run_selection(rewards: &[f64], s: &NativeSampling) -> Vec<u32> {
 /// pairs in index order, reason codes 1 top_k, 2 bottom_k, 3 random, 4 all.
 #[napi(catch_unwind)]
 pub fn select_samples_sync(rewards: Float64Array, sampling: NativeSampling) -> Result<Uint32Array> {
-    Ok(Uint32Array::new(run_selection(&rewards, &sampling)))
+    guard(|| Ok(Uint32Array::new(run_selection(&rewards, &sampling))))
 }
 
 pub struct SelectTask {
@@ -48,16 +49,15 @@ pub struct SelectTask {
 }
 
 impl Task for SelectTask {
-    type Output = Vec<u32>;
+    type Output = Result<Vec<u32>>;
     type JsValue = Uint32Array;
 
-    fn compute(&mut self) -> Result<Self::Output> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_selection(&self.rewards, &self.sampling)))
-            .map_err(|p| err("RLPROBE_PANIC", rlprobe_core::writer::panic_message(&p)))
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(guard(|| Ok(run_selection(&self.rewards, &self.sampling))))
     }
 
-    fn resolve(&mut self, _env: Env, output: Self::Output) -> Result<Self::JsValue> {
-        Ok(Uint32Array::new(output))
+    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        settle(env, output).map(Uint32Array::new)
     }
 }
 
@@ -71,7 +71,7 @@ pub fn select_samples_async(rewards: Float64Array, sampling: NativeSampling) -> 
 /// Merges a run's sample parts into 4096-row shards (atomic, idempotent, crash-safe).
 #[napi(catch_unwind)]
 pub fn compact_samples(run_dir: String) -> Result<NativeCompactReport> {
-    rlprobe_core::samples::compact_samples(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+    guard(|| rlprobe_core::samples::compact_samples(&PathBuf::from(run_dir)).map(Into::into).map_err(js))
 }
 
 #[napi(object)]
@@ -99,7 +99,7 @@ pub struct NativeSampleFiles {
 /// files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn sample_files(run_dir: String) -> Result<NativeSampleFiles> {
-    let s = rlprobe_core::samples::files::open_sample_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let s = guard(|| rlprobe_core::samples::files::open_sample_sources(&PathBuf::from(run_dir)).map_err(js))?;
     let files = s
         .files
         .iter()
@@ -110,7 +110,7 @@ pub fn sample_files(run_dir: String) -> Result<NativeSampleFiles> {
         absorbed_leftovers: s.absorbed_leftovers.len() as u32,
         incomplete_shards: s.incomplete_shards.len() as u32,
         foreign: skipped(&s.foreign),
-        damaged: skipped(&s.damaged),
+        damaged: damaged(&s.damaged),
     })
 }
 
@@ -165,6 +165,10 @@ pub struct NativeSampleCursor {
 impl NativeSampleCursor {
     #[napi(constructor, catch_unwind)]
     pub fn new(run_dir: String, filter: NativeSampleFilter, columns: Option<Vec<String>>, batch_rows: u32) -> Result<Self> {
+        guard(|| Self::open(run_dir, filter, columns, batch_rows))
+    }
+
+    fn open(run_dir: String, filter: NativeSampleFilter, columns: Option<Vec<String>>, batch_rows: u32) -> Result<Self> {
         let f = SampleFilter {
             step_min: filter.step_min.map(|x| x.ceil() as i64),
             step_max: filter.step_max.map(|x| x.floor() as i64),
@@ -181,17 +185,17 @@ impl NativeSampleCursor {
             Some(steps) => f.with_steps(steps.into_iter().map(|s| s as i64)),
             None => f,
         };
-        let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize).map_err(io_err)?;
+        let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize).map_err(js)?;
         Ok(NativeSampleCursor { cursor })
     }
 
     /// The next batch of matching samples, or null when done.
     #[napi(catch_unwind)]
     pub fn next(&mut self) -> Result<Option<NativeSampleBatch>> {
-        match self.cursor.next_batch().map_err(io_err)? {
+        guard(|| match self.cursor.next_batch().map_err(js)? {
             None => Ok(None),
             Some(b) => to_js(&b).map(Some),
-        }
+        })
     }
 
     /// Row groups skipped unread by their step statistics so far.
@@ -246,7 +250,7 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
             codes: None,
         };
         let numbers = |a: &dyn Array| -> Result<Vec<f64>> {
-            let cast = arrow::compute::cast(a, &DataType::Float64).map_err(|e| err("RLPROBE_IO", e))?;
+            let cast = arrow::compute::cast(a, &DataType::Float64).map_err(|e| js(rlprobe_core::Error::arrow("handing a number column to JS", e)))?;
             let f = cast.as_primitive::<Float64Type>();
             Ok((0..f.len()).map(|i| if f.is_valid(i) { f.value(i) } else { f64::NAN }).collect())
         };
@@ -264,7 +268,7 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
                 NativeSampleColumn { values: Some(Float64Array::new(numbers(a)?)), ..col(kind) }
             }
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-                let cast = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| err("RLPROBE_IO", e))?;
+                let cast = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| js(rlprobe_core::Error::arrow("handing a text column to JS", e)))?;
                 let s = cast.as_string::<i32>();
                 if dicts.contains(&field.name().as_str()) {
                     let (values, codes) = dict_column(s);
@@ -283,7 +287,7 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
                     DataType::Float64,
                     true,
                 ))))
-                .map_err(|e| err("RLPROBE_IO", e))?;
+                .map_err(|e| js(rlprobe_core::Error::arrow("handing a list column to JS", e)))?;
                 let l = cast.as_list::<i32>();
                 let offsets: Vec<i32> = l.value_offsets().to_vec();
                 let base = offsets[0];

@@ -9,7 +9,8 @@ use napi_derive::napi;
 use rlprobe_core::spans::{read_spans as core_read_spans, span_counts as core_span_counts, SpanFilter};
 
 use crate::samples::{to_js_with_dicts, NativeSampleBatch};
-use crate::{io_err, skipped, NativeCompactReport, NativeSkippedFile};
+use crate::error::{guard, js, Result};
+use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
 
 #[napi(object)]
 pub struct NativeSpanFilter {
@@ -61,16 +62,18 @@ pub fn read_spans(run_dir: String, filter: NativeSpanFilter) -> Result<NativeSpa
         statuses: filter.statuses.unwrap_or_default(),
         limit: filter.limit.map(|n| n as usize),
     };
-    let read = core_read_spans(&PathBuf::from(run_dir), &f).map_err(io_err)?;
     // text that repeats across a run's spans crosses once per distinct value
     const DICTS: &[&str] = &["parent_id", "root_id", "kind", "name", "status", "error", "sample_id", "group_id", "labels", "key"];
-    Ok(NativeSpanRead { batch: to_js_with_dicts(&read.batch, DICTS)?, total: read.total as f64, matched: read.matched as f64 })
+    guard(|| {
+        let read = core_read_spans(&PathBuf::from(run_dir), &f).map_err(js)?;
+        Ok(NativeSpanRead { batch: to_js_with_dicts(&read.batch, DICTS)?, total: read.total as f64, matched: read.matched as f64 })
+    })
 }
 
 /// Spans per kind in a run directory, with how many are open and how many ended in error.
 #[napi(catch_unwind)]
 pub fn span_counts(run_dir: String) -> Result<Vec<NativeSpanKindCount>> {
-    let counts = core_span_counts(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let counts = guard(|| core_span_counts(&PathBuf::from(run_dir)).map_err(js))?;
     Ok(counts
         .into_iter()
         .map(|c| NativeSpanKindCount { kind: c.kind, spans: c.spans as f64, open: c.open as f64, error: c.error as f64 })
@@ -90,23 +93,23 @@ pub struct NativeSpanFiles {
 /// The files holding a run directory's spans, and the files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn span_files(run_dir: String) -> Result<NativeSpanFiles> {
-    let s = rlprobe_core::spans::read::open_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let s = guard(|| rlprobe_core::spans::read::open_sources(&PathBuf::from(run_dir)).map_err(js))?;
     Ok(NativeSpanFiles {
         files: s.sources.iter().map(|f| f.file.path.display().to_string()).collect(),
         foreign: skipped(&s.foreign),
-        damaged: skipped(&s.damaged),
+        damaged: damaged(&s.damaged),
     })
 }
 
 /// Merges a run's span parts into `spans/spans.parquet`, each span once (atomic, idempotent).
 #[napi(catch_unwind)]
 pub fn compact_spans(run_dir: String) -> Result<NativeCompactReport> {
-    rlprobe_core::spans::compact_spans(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+    guard(|| rlprobe_core::spans::compact_spans(&PathBuf::from(run_dir)).map(Into::into).map_err(js))
 }
 
 /// Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
 /// spans in `encoded` (the recorder's wire form). Returns how many it holds.
 #[napi(catch_unwind)]
 pub fn write_capture_spans(run_dir: String, key: String, encoded: Uint8Array) -> Result<u32> {
-    rlprobe_core::spans::write_capture_spans(&PathBuf::from(run_dir), &key, &encoded).map(|n| n as u32).map_err(io_err)
+    guard(|| rlprobe_core::spans::write_capture_spans(&PathBuf::from(run_dir), &key, &encoded).map(|n| n as u32).map_err(js))
 }

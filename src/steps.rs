@@ -9,12 +9,13 @@ use rlprobe_core::schema::{ColumnKind, FIXED_STEP_COLUMNS, STEP_FIELDS};
 use rlprobe_core::steps_files::open_step_sources;
 use rlprobe_core::table::ColumnValues;
 
-use crate::{io_err, skipped, NativeCompactReport, NativeSkippedFile};
+use crate::error::{guard, js, napi_failed, Result};
+use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
 
 /// Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe).
 #[napi(catch_unwind)]
 pub fn compact_steps(run_dir: String) -> Result<NativeCompactReport> {
-    rlprobe_core::compact_steps(&PathBuf::from(run_dir)).map(Into::into).map_err(io_err)
+    guard(|| rlprobe_core::compact_steps(&PathBuf::from(run_dir)).map(Into::into).map_err(js))
 }
 
 #[napi(object)]
@@ -50,7 +51,7 @@ macro_rules! accounted {
             let raw_env = env.raw();
             let mut data = std::mem::ManuallyDrop::new(data);
             let (ptr, len, cap) = (data.as_mut_ptr(), data.len(), data.capacity());
-            env.adjust_external_memory(bytes)?;
+            env.adjust_external_memory(bytes).map_err(napi_failed)?;
             // SAFETY: ptr, len and cap come from a Vec given up above; the finalizer
             // rebuilds and frees it exactly once, when V8 collects the array.
             Ok(unsafe {
@@ -71,14 +72,17 @@ accounted!(accounted_i32, Int32Array, i32);
 /// Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`.
 #[napi(catch_unwind)]
 pub fn read_steps(env: Env, run_dir: String, columns: Option<Vec<String>>) -> Result<NativeStepTable> {
-    let table = rlprobe_core::read_steps(&PathBuf::from(run_dir), columns.as_deref()).map_err(io_err)?;
+    guard(|| steps_to_js(&env, rlprobe_core::read_steps(&PathBuf::from(run_dir), columns.as_deref()).map_err(js)?))
+}
+
+fn steps_to_js(env: &Env, table: rlprobe_core::Table) -> Result<NativeStepTable> {
     let rows = table.rows as u32;
     let mut out = Vec::with_capacity(table.columns.len());
     for (name, col) in table.names.into_iter().zip(table.columns) {
         let kind = col.kind().as_str().to_string();
         let valid = match col.null_count() {
             0 => None,
-            _ => Some(accounted_u8(&env, col.valid.iter().map(|v| *v as u8).collect())?),
+            _ => Some(accounted_u8(env, col.valid.iter().map(|v| *v as u8).collect())?),
         };
         let (values, offsets) = match col.values {
             ColumnValues::F64(v) => (v, None),
@@ -86,9 +90,9 @@ pub fn read_steps(env: Env, run_dir: String, columns: Option<Vec<String>>) -> Re
             ColumnValues::I64(v) => {
                 (v.into_iter().zip(&col.valid).map(|(x, ok)| if *ok { x as f64 } else { f64::NAN }).collect(), None)
             }
-            ColumnValues::ListF64 { offsets, values } => (values, Some(accounted_i32(&env, offsets)?)),
+            ColumnValues::ListF64 { offsets, values } => (values, Some(accounted_i32(env, offsets)?)),
         };
-        out.push(NativeColumn { name, kind, values: accounted_f64(&env, values)?, valid, offsets });
+        out.push(NativeColumn { name, kind, values: accounted_f64(env, values)?, valid, offsets });
     }
     Ok(NativeStepTable { rows, columns: out })
 }
@@ -116,7 +120,10 @@ pub struct NativeStepFiles {
 /// the files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn step_files(run_dir: String) -> Result<NativeStepFiles> {
-    let sources = open_step_sources(&PathBuf::from(run_dir)).map_err(io_err)?;
+    guard(|| step_files_of(open_step_sources(&PathBuf::from(run_dir)).map_err(js)?))
+}
+
+fn step_files_of(sources: rlprobe_core::steps_files::TableSources) -> Result<NativeStepFiles> {
     let files = sources
         .sources
         .iter()
@@ -126,14 +133,14 @@ pub fn step_files(run_dir: String) -> Result<NativeStepFiles> {
         files,
         absorbed_leftovers: sources.absorbed_leftovers.len() as u32,
         foreign: skipped(&sources.foreign),
-        damaged: skipped(&sources.damaged),
+        damaged: damaged(&sources.damaged),
     })
 }
 
 /// The run's step columns (union over its files, from the footers alone), in table order.
 #[napi(catch_unwind)]
 pub fn step_columns(run_dir: String) -> Result<Vec<NativeFieldSpec>> {
-    let schema = rlprobe_core::steps_files::step_schema(&PathBuf::from(run_dir)).map_err(io_err)?;
+    let schema = guard(|| rlprobe_core::steps_files::step_schema(&PathBuf::from(run_dir)).map_err(js))?;
     Ok(schema
         .fields()
         .iter()
@@ -143,7 +150,6 @@ pub fn step_columns(run_dir: String) -> Result<Vec<NativeFieldSpec>> {
         })
         .collect())
 }
-
 
 #[napi(object)]
 pub struct NativeFieldSpec {

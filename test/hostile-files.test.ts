@@ -191,7 +191,7 @@ describe('a damaged surface is reported and the rest is shown', () => {
     const file = path.join(dir, firstPart(dir, 'spans'));
     damage(file);
     const reader = RunReader.open(dir);
-    throwsCode(() => reader.spans(), 'RLPROBE_IO', new RegExp(`${path.basename(file)}: damaged Parquet file .*move it out of the run directory`));
+    throwsCode(() => reader.spans(), 'RLPROBE_CORRUPT_FILE', new RegExp(`${path.basename(file)}: damaged Parquet file .*move it out of the run directory`));
 
     const info = await runCli(['info', dir, '--json']);
     assert.equal(info.code, 1, info.stderr);

@@ -51,30 +51,31 @@ describe('Rust panics', () => {
 });
 
 describe('foldNativeError', () => {
-  test('a panic becomes RLPROBE_NATIVE, keeping the original as cause', () => {
+  test('a panic becomes RLPROBE_PANIC, keeping the original as cause', () => {
     const original = catchError(() => debugPanic('boom'));
     const folded = foldNativeError(original);
     assert.ok(folded instanceof RlprobeError);
     assert.ok(folded instanceof Error);
     assert.equal(folded.name, 'RlprobeError');
-    assert.equal(folded.code, 'RLPROBE_NATIVE');
+    assert.equal(folded.code, 'RLPROBE_PANIC');
     assert.match(folded.message, /boom/);
     assert.equal(folded.cause, original);
     // the same through the `native()` wrapper every binding call goes through
     const wrapped = catchError(() => native(() => debugPanic('wrapped boom')));
     assert.ok(wrapped instanceof RlprobeError);
-    assert.equal(wrapped.code, 'RLPROBE_NATIVE');
+    assert.equal(wrapped.code, 'RLPROBE_PANIC');
     assert.match(wrapped.message, /wrapped boom/);
   });
 
-  test('a "[RLPROBE_IO] ..." message becomes code RLPROBE_IO with the prefix stripped', () => {
-    const original = new Error('[RLPROBE_IO] No space left on device (os error 28)');
+  test('an error carrying an rlprobe code keeps it and its message', () => {
+    const original = Object.assign(new Error('No space left on device (os error 28)'), { code: 'RLPROBE_IO' });
     const folded = foldNativeError(original);
     assert.equal(folded.code, 'RLPROBE_IO');
     assert.equal(folded.message, 'No space left on device (os error 28)');
     assert.equal(folded.cause, original);
-    assert.equal(foldNativeError(new Error('[RLPROBE_TIMEOUT] close timed out\nafter 5s')).message, 'close timed out\nafter 5s');
-    assert.equal(foldNativeError(new Error('[RLPROBE_TIMEOUT] x')).code, 'RLPROBE_TIMEOUT');
+    const timeout = foldNativeError(Object.assign(new Error('close timed out\nafter 5s'), { code: 'RLPROBE_TIMEOUT' }));
+    assert.equal(timeout.code, 'RLPROBE_TIMEOUT');
+    assert.equal(timeout.message, 'close timed out\nafter 5s');
   });
 
   test('other inputs', () => {
@@ -88,7 +89,7 @@ describe('foldNativeError', () => {
     assert.equal(native(() => 42), 42);
   });
 
-  test('a real native IO error (corrupt steps.parquet) surfaces as RLPROBE_IO', () => {
+  test('a real native error (corrupt steps.parquet) surfaces as RLPROBE_CORRUPT_FILE, its code set natively', () => {
     const dir = tempDir();
     writeFileSync(
       path.join(dir, 'manifest.json'),
@@ -97,13 +98,14 @@ describe('foldNativeError', () => {
     writeFileSync(path.join(dir, 'steps.parquet'), 'this is not parquet');
     const raw = catchError(() => readSteps(dir));
     assert.ok(raw instanceof Error);
-    assert.match(raw.message, /^\[RLPROBE_IO\] /);
+    assert.equal((raw as { code?: unknown }).code, 'RLPROBE_CORRUPT_FILE');
+    assert.ok(raw.message.startsWith(`${path.join(dir, 'steps.parquet')}: damaged Parquet file`), raw.message);
     const reader = RunReader.open(dir);
     for (const call of [() => reader.steps(), () => reader.layout(), () => reader.view()]) {
       const e = catchError(call);
       assert.ok(e instanceof RlprobeError, String(e));
-      assert.equal(e.code, 'RLPROBE_IO');
-      assert.doesNotMatch(e.message, /^\[RLPROBE_/);
+      assert.equal(e.code, 'RLPROBE_CORRUPT_FILE');
+      assert.equal(e.message, raw.message);
     }
   });
 });

@@ -1,26 +1,51 @@
 /**
- * The one error type rlprobe throws. Native errors arrive as `[RLPROBE_CODE] message`
- * (see src/lib.rs); anything else from the binding (a caught Rust panic) is
- * `RLPROBE_NATIVE`.
+ * The one error type rlprobe throws, and every code it can carry. Native errors arrive with
+ * their code set by the addon (`error.code`, see src/error.rs); test/error-codes.test.ts
+ * checks this list against the codes the addon reports (`errorCodes()`) and the ones the
+ * facade and the loader throw themselves.
  */
-export type RlprobeErrorCode =
-  | 'RLPROBE_INVALID_OPTION'
-  | 'RLPROBE_INVALID'
-  | 'RLPROBE_IO'
-  | 'RLPROBE_TIMEOUT'
-  | 'RLPROBE_STATE'
+export const RLPROBE_ERROR_CODES = [
+  // from the native addon (crates/rlprobe-core/src/error.rs, src/error.rs)
+  /** The operating system refused a read or write (permissions, a full disk, not a regular file). */
+  'RLPROBE_IO',
+  /** A file of the run cannot be read as what it should be; the message names it and what to do. */
+  'RLPROBE_CORRUPT_FILE',
+  /** The files of one table disagree on a column's type. */
+  'RLPROBE_SCHEMA_CONFLICT',
   /** Another recorder is writing the run directory (one writer per directory). */
-  | 'RLPROBE_LOCKED'
-  | 'RLPROBE_NOT_A_RUN'
-  | 'RLPROBE_BAD_MANIFEST'
-  | 'RLPROBE_SCHEMA_TOO_NEW'
-  | 'RLPROBE_SCHEMA_UNSUPPORTED'
-  | 'RLPROBE_INVALID_QUERY'
-  | 'RLPROBE_IMPORT_FAILED'
-  | 'RLPROBE_AUTO_HALT'
-  | 'RLPROBE_NOT_A_TRIAL'
-  | 'RLPROBE_NOT_FOUND'
-  | 'RLPROBE_NATIVE';
+  'RLPROBE_LOCKED',
+  /** A value passed to the addon cannot be used (a step-record key, a capture key, an option). */
+  'RLPROBE_INVALID',
+  /** The writer did not finish in time. */
+  'RLPROBE_TIMEOUT',
+  /** A call on a recorder that is closed or belongs to another thread. */
+  'RLPROBE_STATE',
+  /** A Rust panic, caught at the boundary (the process keeps running). */
+  'RLPROBE_PANIC',
+  /** A failure no input explains (a bug), or an error from the addon without a code of ours. */
+  'RLPROBE_NATIVE',
+  // from the loader (native/index.js): no native addon loads on this machine
+  'RLPROBE_NATIVE_MISSING',
+  // from the facade
+  'RLPROBE_INVALID_OPTION',
+  'RLPROBE_INVALID_QUERY',
+  'RLPROBE_NOT_A_RUN',
+  'RLPROBE_BAD_MANIFEST',
+  'RLPROBE_SCHEMA_TOO_NEW',
+  'RLPROBE_SCHEMA_UNSUPPORTED',
+  'RLPROBE_IMPORT_FAILED',
+  'RLPROBE_AUTO_HALT',
+  'RLPROBE_NOT_A_TRIAL',
+  'RLPROBE_NOT_FOUND',
+] as const;
+
+export type RlprobeErrorCode = (typeof RLPROBE_ERROR_CODES)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(RLPROBE_ERROR_CODES);
+
+export function isRlprobeErrorCode(code: unknown): code is RlprobeErrorCode {
+  return typeof code === 'string' && KNOWN.has(code);
+}
 
 export class RlprobeError extends Error {
   readonly code: RlprobeErrorCode;
@@ -32,14 +57,12 @@ export class RlprobeError extends Error {
   }
 }
 
-const CODED = /^\[(RLPROBE_[A-Z_]+)\] ([\s\S]*)$/;
-
-/** Folds an error thrown by the native binding into an RlprobeError. */
+/** Folds an error thrown by the native binding into an RlprobeError, keeping it as the cause. */
 export function foldNativeError(error: unknown): RlprobeError {
   if (error instanceof RlprobeError) return error;
   const message = error instanceof Error ? error.message : String(error);
-  const m = CODED.exec(message);
-  if (m) return new RlprobeError(m[1] as RlprobeErrorCode, m[2], { cause: error });
+  const code = (error as { code?: unknown } | null)?.code;
+  if (isRlprobeErrorCode(code)) return new RlprobeError(code, message, { cause: error });
   return new RlprobeError('RLPROBE_NATIVE', `native error: ${message}`, { cause: error });
 }
 

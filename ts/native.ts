@@ -27,6 +27,7 @@ export {
   diagnoseRun,
   diagnoseRunAsync,
   doctorDetectors,
+  errorCodes,
 } from '../native/index.js';
 export type {
   NativeCloseReport,

@@ -7,6 +7,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::{Error, IoContext, Result};
+
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Marker every temporary name carries; `remove_stray_temps` keys on it.
@@ -20,10 +22,10 @@ pub fn temp_path(dir: &Path, final_name: &str) -> PathBuf {
 }
 
 /// fsync a directory so a rename or unlink inside it is durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
+pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
     {
-        File::open(dir)?.sync_all()
+        File::open(dir).and_then(|d| d.sync_all()).at("fsync of the directory", dir)
     }
     #[cfg(not(unix))]
     {
@@ -34,18 +36,20 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// Writes `dir/final_name` atomically: `fill` writes the temporary, which is fsynced,
 /// renamed into place, and the directory fsynced. On error the temporary is removed.
+/// `fill` gets the temporary's path for its error messages.
 pub fn publish<T>(
     dir: &Path,
     final_name: &str,
-    fill: impl FnOnce(File) -> io::Result<(T, File)>,
-) -> io::Result<T> {
+    fill: impl FnOnce(File, &Path) -> Result<(T, File)>,
+) -> Result<T> {
     let tmp = temp_path(dir, final_name);
     let result = (|| {
-        let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        let (out, file) = fill(file)?;
-        file.sync_all()?;
+        let file = OpenOptions::new().write(true).create_new(true).open(&tmp).at("creating", &tmp)?;
+        let (out, file) = fill(file, &tmp)?;
+        file.sync_all().at("fsync of", &tmp)?;
         drop(file);
-        fs::rename(&tmp, dir.join(final_name))?;
+        let target = dir.join(final_name);
+        fs::rename(&tmp, &target).at("renaming into place", &target)?;
         sync_dir(dir)?;
         Ok(out)
     })();
@@ -55,68 +59,67 @@ pub fn publish<T>(
     result
 }
 
-/// Runs `open` again while it fails with NotFound (a compaction moved a file between our
-/// listing and our open), at most 8 times.
-pub fn retry_while_files_move<T>(mut open: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    let mut last = None;
-    for _ in 0..8 {
+/// Runs `open` again while a file it opens is not found (a compaction moved it between our
+/// listing and our open), at most 8 times; then the last such error.
+pub fn retry_while_files_move<T>(mut open: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut tries = 1;
+    loop {
         match open() {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => last = Some(e),
+            Err(e) if e.is_not_found() && tries < 8 => tries += 1,
             other => return other,
         }
     }
-    Err(last.unwrap_or_else(|| io::Error::other("files kept changing")))
 }
 
 /// Commits every written file of `dir`'s filesystem to stable storage in one call
 /// (syncfs(2)): for thousands of small files far cheaper than an fsync each, which pays a
 /// journal commit per file. Linux only; elsewhere `Unsupported` (fsync each file instead).
-pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
+pub fn sync_filesystem(dir: &Path) -> Result<()> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
-        let d = File::open(dir)?;
+        let d = File::open(dir).at("opening", dir)?;
         // SAFETY: a valid descriptor, owned by `d` for the call's duration
         if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(Error::io("syncfs of the filesystem of", dir, io::Error::last_os_error()));
         }
         Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = dir;
-        Err(io::Error::from(io::ErrorKind::Unsupported))
+        Err(Error::io("syncfs of the filesystem of", dir, io::Error::from(io::ErrorKind::Unsupported)))
     }
 }
 
 /// Writes bytes atomically (the manifest).
-pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    publish(dir, name, |mut f| {
-        f.write_all(bytes)?;
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::InvalidOption {
+        option: "path",
+        value: format!("{:?}", path.display().to_string()),
+        reason: "it names no file (or not in UTF-8)".into(),
+    })?;
+    publish(dir, name, |mut f, tmp| {
+        f.write_all(bytes).at("writing", tmp)?;
         Ok(((), f))
     })
 }
 
 /// Removes temporaries left by a process that died mid-publish. Returns how many.
 /// `prefix` narrows it to one kind (".part-" in steps/, ".steps" in the run directory).
-pub fn remove_stray_temps(dir: &Path, prefix: &str) -> io::Result<usize> {
+pub fn remove_stray_temps(dir: &Path, prefix: &str) -> Result<usize> {
     let mut removed = 0;
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e),
+        Err(e) => return Err(Error::io("listing", dir, e)),
     };
     for entry in entries {
-        let entry = entry?;
+        let entry = entry.at("listing", dir)?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with(prefix) && name.contains(TEMP_MARKER) {
-            fs::remove_file(entry.path())?;
+            fs::remove_file(entry.path()).at("removing the stray temporary", &entry.path())?;
             removed += 1;
         }
     }
@@ -131,15 +134,15 @@ mod tests {
     #[test]
     fn publish_is_all_or_nothing() {
         let dir = tempdir("publish");
-        publish(&dir, "a.parquet", |mut f| {
-            f.write_all(b"hello")?;
+        publish(&dir, "a.parquet", |mut f, tmp| {
+            f.write_all(b"hello").at("writing", tmp)?;
             Ok(((), f))
         })
         .unwrap();
         assert_eq!(fs::read(dir.join("a.parquet")).unwrap(), b"hello");
-        let err = publish::<()>(&dir, "b.parquet", |mut f| {
-            f.write_all(b"half")?;
-            Err(io::Error::other("boom"))
+        let err = publish::<()>(&dir, "b.parquet", |mut f, tmp| {
+            f.write_all(b"half").at("writing", tmp)?;
+            Err(Error::Internal { what: "boom".into() })
         });
         assert!(err.is_err());
         let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -152,7 +155,7 @@ mod tests {
         fs::write(dir.join("f"), b"x").unwrap();
         match sync_filesystem(&dir) {
             Ok(()) => assert!(cfg!(target_os = "linux")),
-            Err(e) => assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}"),
+            Err(e) => assert_eq!(e.io_source().map(io::Error::kind), Some(io::ErrorKind::Unsupported), "{e}"),
         }
         assert!(sync_filesystem(&dir.join("missing")).is_err());
     }

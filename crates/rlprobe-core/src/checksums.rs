@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
+
+use crate::error::{Error, IoContext, Result};
 
 /// Footer key of the checksum record.
 pub const META_CHECKSUMS: &str = "rlprobe.checksums";
@@ -164,11 +167,13 @@ impl<W: Write> ChecksumSink<W> {
         BlockChecksums::placeholder(data_len).encode()
     }
 
-    /// Fills the held footer's record in, writes the footer, returns the inner sink.
-    pub fn finish(mut self, placeholder: &str) -> io::Result<W> {
-        let data_len = self.data_end.ok_or_else(|| io::Error::other("checksum sink finished before the footer"))?;
+    /// Fills the held footer's record in, writes the footer, returns the inner sink. `path`
+    /// names the file being written in errors.
+    pub fn finish(mut self, placeholder: &str, path: &Path) -> Result<W> {
+        let broken = |what: &str| Error::Internal { what: format!("writing {}: checksum sink: {what}", path.display()) };
+        let data_len = self.data_end.ok_or_else(|| broken("finished before the footer"))?;
         if self.written != data_len + self.held.len() as u64 {
-            return Err(io::Error::other("checksum sink: the writer's byte count and the bytes seen differ"));
+            return Err(broken("the writer's byte count and the bytes seen differ"));
         }
         if data_len % BLOCK != 0 {
             self.blocks.push(self.hasher.clone().finalize());
@@ -177,10 +182,9 @@ impl<W: Write> ChecksumSink<W> {
         let n = self.held.len();
         let meta_len = if n >= 8 { u32::from_le_bytes(self.held[n - 8..n - 4].try_into().unwrap()) as usize } else { usize::MAX };
         if n < 8 || meta_len + 8 != n || &self.held[n - 4..] != b"PAR1" {
-            return Err(io::Error::other("checksum sink: unexpected bytes between the data and the footer"));
+            return Err(broken("unexpected bytes between the data and the footer"));
         }
-        let at = rfind(&self.held[..meta_len], placeholder.as_bytes())
-            .ok_or_else(|| io::Error::other("checksum sink: the checksum record is not in the footer"))?;
+        let at = rfind(&self.held[..meta_len], placeholder.as_bytes()).ok_or_else(|| broken("the checksum record is not in the footer"))?;
         let mut record = BlockChecksums { block: BLOCK, data_len, footer: 0, blocks: std::mem::take(&mut self.blocks) };
         let filled = record.encode();
         debug_assert_eq!(filled.len(), placeholder.len());
@@ -188,7 +192,7 @@ impl<W: Write> ChecksumSink<W> {
         record.footer = crc32fast::hash(&self.held[..meta_len]);
         let digits = at + filled.find("footer=").unwrap() + "footer=".len();
         self.held[digits..digits + 8].copy_from_slice(format!("{:08x}", record.footer).as_bytes());
-        self.inner.write_all(&self.held)?;
+        self.inner.write_all(&self.held).at("writing the footer of", path)?;
         Ok(self.inner)
     }
 
@@ -226,21 +230,6 @@ impl<W: Write> Write for ChecksumSink<W> {
     }
 }
 
-/// A damaged file: the error every reader reports, naming the file and what to do.
-pub fn damaged(path: &Path, detail: impl std::fmt::Display) -> io::Error {
-    let detail = detail.to_string();
-    let shown = path.display().to_string();
-    // the detail may already be a damage report of this file (from a nested read)
-    if detail.starts_with(&shown) {
-        return io::Error::new(io::ErrorKind::InvalidData, detail);
-    }
-    let detail = detail.trim_start_matches("External: ").trim_start_matches("Parquet error: ");
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("{shown}: damaged Parquet file ({detail}); move it out of the run directory to read the rest (its rows are lost unless you have a copy)"),
-    )
-}
-
 /// An open Parquet file whose reads are checked against its block checksums (when it has
 /// them): no byte of a block reaches the decoder before the block's CRC matches.
 pub struct CheckedFile {
@@ -248,19 +237,36 @@ pub struct CheckedFile {
     path: Arc<PathBuf>,
     len: u64,
     sums: Option<Arc<BlockChecksums>>,
+    damage: DamageSlot,
 }
 
+/// Where a `CheckedFile` leaves the damage it found: the decoder above it turns errors into
+/// text, so its reader takes the typed error from here (`ParquetFile::damaged`).
+pub type DamageSlot = Arc<std::sync::Mutex<Option<Error>>>;
+
 impl CheckedFile {
-    pub fn new(file: &File, path: &Path, len: u64, sums: Option<Arc<BlockChecksums>>) -> io::Result<CheckedFile> {
-        Ok(CheckedFile { file: Arc::new(file.try_clone()?), path: Arc::new(path.to_path_buf()), len, sums })
+    pub fn new(file: &File, path: &Path, len: u64, sums: Option<Arc<BlockChecksums>>, damage: DamageSlot) -> Result<CheckedFile> {
+        let file = file.try_clone().at("duplicating the descriptor of", path)?;
+        Ok(CheckedFile { file: Arc::new(file), path: Arc::new(path.to_path_buf()), len, sums, damage })
+    }
+
+    /// `read_range`, leaving its error in the damage slot too.
+    fn read_checked(&self, start: u64, end: u64) -> Result<Vec<u8>> {
+        self.read_range(start, end).inspect_err(|e| {
+            *self.damage.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+        })
+    }
+
+    fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        read_at(&self.file, offset, len as usize).at("reading", &self.path)
     }
 
     /// Bytes `[start, end)`, each checksummed block among them verified.
-    fn read_range(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
+    fn read_range(&self, start: u64, end: u64) -> Result<Vec<u8>> {
         if end > self.len {
-            return Err(damaged(&self.path, format!("a read of bytes {start}..{end} past the end of the file ({} bytes)", self.len)));
+            return Err(Error::corrupt(&self.path, format!("a read of bytes {start}..{end} past the end of the file ({} bytes)", self.len)));
         }
-        let Some(sums) = &self.sums else { return read_at(&self.file, start, (end - start) as usize) };
+        let Some(sums) = &self.sums else { return self.read(start, end - start) };
         let checked_end = end.min(sums.data_len);
         let mut out = Vec::with_capacity((end - start) as usize);
         if start < checked_end {
@@ -268,11 +274,12 @@ impl CheckedFile {
             let from = first * sums.block;
             let to = ((checked_end - 1) / sums.block + 1) * sums.block;
             let to = to.min(sums.data_len);
-            let bytes = read_at(&self.file, from, (to - from) as usize)?;
+            let bytes = self.read(from, to - from)?;
             for (i, chunk) in bytes.chunks(sums.block as usize).enumerate() {
                 let b = first as usize + i;
                 if crc32fast::hash(chunk) != sums.blocks[b] {
-                    return Err(damaged(&self.path, format!("checksum mismatch in bytes {}..{}", b as u64 * sums.block, b as u64 * sums.block + chunk.len() as u64)));
+                    let at = b as u64 * sums.block;
+                    return Err(Error::corrupt(&self.path, format!("checksum mismatch in bytes {at}..{}", at + chunk.len() as u64)));
                 }
             }
             out.extend_from_slice(&bytes[(start - from) as usize..(checked_end - from) as usize]);
@@ -280,7 +287,7 @@ impl CheckedFile {
         if end > checked_end {
             // the footer's bytes: verified as a whole when the footer was parsed
             let from = start.max(checked_end);
-            out.extend_from_slice(&read_at(&self.file, from, (end - from) as usize)?);
+            out.extend_from_slice(&self.read(from, end - from)?);
         }
         Ok(out)
     }
@@ -322,13 +329,20 @@ impl ChunkReader for CheckedFile {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        Ok(Bytes::from(self.read_range(start, start + length as u64)?))
+        // through the decoder and back out as this file's report (`Error::reading`)
+        self.read_checked(start, start + length as u64).map(Bytes::from).map_err(|e| ParquetError::External(Box::new(e)))
     }
 }
 
 impl CheckedFile {
     fn clone_handle(&self) -> CheckedFile {
-        CheckedFile { file: Arc::clone(&self.file), path: Arc::clone(&self.path), len: self.len, sums: self.sums.clone() }
+        CheckedFile {
+            file: Arc::clone(&self.file),
+            path: Arc::clone(&self.path),
+            len: self.len,
+            sums: self.sums.clone(),
+            damage: Arc::clone(&self.damage),
+        }
     }
 }
 
@@ -356,7 +370,8 @@ impl Read for CheckedRead {
                 }
                 _ => (self.pos, (self.pos + block).min(self.source.len)),
             };
-            self.buf = self.source.read_range(from, to)?;
+            // an io error only to pass through `Read`; `Error::reading` unwraps it again
+            self.buf = self.source.read_checked(from, to).map_err(io::Error::other)?;
             self.buf_start = from;
         }
         let at = (self.pos - self.buf_start) as usize;

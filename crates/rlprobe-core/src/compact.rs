@@ -17,8 +17,9 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::file::metadata::KeyValue;
 
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
+use crate::error::{Error, IoContext, Result};
 use crate::layout::{COMPACT_LOCK_FILE, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE, STEPS_PARTS_DIR};
-use crate::parquet_io::{arrow_writer, to_io, ParquetFile};
+use crate::parquet_io::{arrow_writer, ParquetFile};
 use crate::props::Codec;
 use crate::schema::column_order_key;
 use crate::steps_files::{open_step_sources, PartRef};
@@ -49,9 +50,10 @@ pub struct CompactLock {
     _file: File,
 }
 
-pub fn lock_run(run_dir: &Path) -> io::Result<CompactLock> {
-    let f = OpenOptions::new().create(true).truncate(false).write(true).open(run_dir.join(COMPACT_LOCK_FILE))?;
-    f.lock()?;
+pub fn lock_run(run_dir: &Path) -> Result<CompactLock> {
+    let path = run_dir.join(COMPACT_LOCK_FILE);
+    let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).at("opening the compaction lock", &path)?;
+    f.lock().at("taking the compaction lock", &path)?;
     Ok(CompactLock { _file: f })
 }
 
@@ -59,7 +61,7 @@ pub fn lock_run(run_dir: &Path) -> io::Result<CompactLock> {
 /// A column of a type we do not read (text, structs… written by another tool) is carried
 /// through unchanged, so compaction never loses data; if its type differs between files
 /// the compaction refuses (the parts stay) rather than guess.
-pub fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
+pub fn union_schema(schemas: &[SchemaRef]) -> Result<SchemaRef> {
     let mut types: BTreeMap<String, DataType> = BTreeMap::new();
     for schema in schemas {
         for f in schema.fields() {
@@ -69,8 +71,8 @@ pub fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
                 Some(have) if have == t || t == &DataType::Null => have.clone(),
                 Some(DataType::Null) => t.clone(),
                 Some(have) => match (kind_of_arrow(have), kind_of_arrow(t)) {
-                    (Some(a), Some(b)) => ColumnBuf::data_type(unify_kinds(a, b).ok_or_else(|| incompatible(f.name()))?),
-                    _ => return Err(incompatible(f.name())),
+                    (Some(a), Some(b)) => ColumnBuf::data_type(unify_kinds(a, b).ok_or_else(|| incompatible(f.name(), have, t))?),
+                    _ => return Err(incompatible(f.name(), have, t)),
                 },
             };
             types.insert(f.name().clone(), merged);
@@ -89,29 +91,36 @@ pub fn union_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
     Ok(Arc::new(Schema::new(fields)))
 }
 
-fn incompatible(name: &str) -> io::Error {
-    io::Error::other(format!("column `{name}` has incompatible types across files"))
+fn incompatible(name: &str, a: &DataType, b: &DataType) -> Error {
+    let detail = format!("is {a} in one file and {b} in another (a file the recorder did not write? move it out of the run directory)");
+    Error::SchemaConflict { column: name.to_string(), detail, path: None, source: None }
 }
 
-/// Reshapes a batch to `schema`: missing columns become nulls, types are cast.
-pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> io::Result<RecordBatch> {
+/// Reshapes a batch of the file at `path` to `schema`: missing columns become nulls,
+/// types are cast (a value that does not cast fails, naming the column and the file).
+pub fn conform(batch: &RecordBatch, schema: &SchemaRef, path: &Path) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = schema
         .fields()
         .iter()
         .map(|f| match batch.column_by_name(f.name()) {
             Some(a) if a.data_type() == f.data_type() => Ok(a.clone()),
             Some(a) if a.data_type() == &DataType::Null => Ok(new_null_array(f.data_type(), batch.num_rows())),
-            Some(a) => arrow::compute::cast(a, f.data_type()).map_err(to_io),
+            Some(a) => arrow::compute::cast(a, f.data_type()).map_err(|e| Error::SchemaConflict {
+                column: f.name().clone(),
+                detail: format!("cannot be read as {} (it is {})", f.data_type(), a.data_type()),
+                path: Some(path.to_path_buf()),
+                source: Some(Arc::new(e)),
+            }),
             None => Ok(new_null_array(f.data_type(), batch.num_rows())),
         })
-        .collect::<io::Result<_>>()?;
-    RecordBatch::try_new(schema.clone(), columns).map_err(to_io)
+        .collect::<Result<_>>()?;
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::arrow("conforming a batch to the union schema", e))
 }
 
 /// Merges the run's step parts into `steps.parquet`. Idempotent: a compact run is left as
 /// it is; a live or crashed one ends compact. Safe to run while a recorder still writes
 /// parts (they are picked up by the next compaction).
-pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
+pub fn compact_steps(run_dir: &Path) -> Result<CompactReport> {
     let _lock = lock_run(run_dir)?;
     remove_stray_temps(run_dir, ".steps")?;
     let sources = open_step_sources(run_dir)?;
@@ -124,12 +133,12 @@ pub fn compact_steps(run_dir: &Path) -> io::Result<CompactReport> {
         let schemas: Vec<SchemaRef> = sources.sources.iter().map(|s| s.file.schema()).collect();
         let schema = union_schema(&schemas)?;
         let metadata = absorbed_metadata(&absorbed, sources.next_part);
-        publish(run_dir, STEPS_FILE, |file| {
-            let mut w = arrow_writer(file, schema.clone(), Codec::default(), metadata)?;
+        publish(run_dir, STEPS_FILE, |file, tmp| {
+            let mut w = arrow_writer(file, tmp, schema.clone(), Codec::default(), metadata)?;
             for s in &sources.sources {
-                s.file.for_each_batch(65_536, |batch| w.write(&conform(&batch, &schema)?).map_err(to_io))?;
+                s.file.for_each_batch(65_536, |batch| w.write(&conform(&batch, &schema, &s.file.path)?))?;
             }
-            let file = w.into_inner().map_err(to_io)?;
+            let file = w.into_inner()?;
             Ok(((), file))
         })?;
         report.parts_merged = parts.len();
@@ -162,12 +171,12 @@ pub fn absorbed_metadata(absorbed: &[PartRef], next_part: u64) -> Vec<KeyValue> 
 /// Deletes part files a published compacted table now holds (missing ones are fine) and
 /// makes that durable; `remove_empty_dir` also removes `dir` once empty (steps/ goes, as
 /// in the Python package; a live writer recreates it).
-pub fn remove_absorbed_parts<'a>(dir: &Path, paths: impl Iterator<Item = &'a std::path::PathBuf>, remove_empty_dir: bool) -> io::Result<()> {
+pub fn remove_absorbed_parts<'a>(dir: &Path, paths: impl Iterator<Item = &'a std::path::PathBuf>, remove_empty_dir: bool) -> Result<()> {
     for path in paths {
         match fs::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(Error::io("removing the compacted part", path, e)),
         }
     }
     if dir.is_dir() {
@@ -180,6 +189,6 @@ pub fn remove_absorbed_parts<'a>(dir: &Path, paths: impl Iterator<Item = &'a std
 }
 
 /// The part index the next writer of `run_dir` should start at.
-pub fn next_part_index(run_dir: &Path) -> io::Result<u64> {
+pub fn next_part_index(run_dir: &Path) -> Result<u64> {
     Ok(open_step_sources(run_dir)?.next_part)
 }

@@ -11,8 +11,13 @@
 //! value or a length-prefixed list follows. The JS side validates values before encoding;
 //! `StepBatch::append` re-checks the structure so a corrupt record can never poison a batch.
 
+use crate::error::{Error, Result};
 use crate::schema::{ColumnKind, Registry};
 use crate::table::Table;
+
+fn invalid(reason: impl Into<String>) -> Error {
+    Error::InvalidRecord { reason: reason.into() }
+}
 
 /// The longest list a record may carry (a kl_positional of a few thousand buckets is sane;
 /// a million is a bug upstream).
@@ -34,7 +39,7 @@ pub fn encode_step(
     timestamp: Option<f64>,
     fields: &[FieldValue<'_>],
     out: &mut Vec<f64>,
-) -> Result<(), String> {
+) -> Result<()> {
     out.clear();
     out.push(step as f64);
     out.push(timestamp.unwrap_or(f64::NAN));
@@ -43,7 +48,7 @@ pub fn encode_step(
             FieldValue::Num(name, v) => {
                 let (id, kind) = registry.register(name)?;
                 if kind == ColumnKind::ListF64 {
-                    return Err(format!("`{name}` is a list"));
+                    return Err(invalid(format!("`{name}` is a list")));
                 }
                 out.push(id as f64);
                 out.push(*v);
@@ -51,7 +56,7 @@ pub fn encode_step(
             FieldValue::List(name, xs) => {
                 let (id, kind) = registry.register(name)?;
                 if kind != ColumnKind::ListF64 {
-                    return Err(format!("`{name}` is not a list"));
+                    return Err(invalid(format!("`{name}` is not a list")));
                 }
                 out.push(id as f64);
                 out.push(xs.len() as f64);
@@ -95,12 +100,12 @@ impl StepBatch {
     }
 
     /// Checks a record's structure without touching the batch.
-    fn validate(record: &[f64], registry: &Registry) -> Result<(), String> {
+    fn validate(record: &[f64], registry: &Registry) -> Result<()> {
         if record.len() < 2 {
-            return Err("record shorter than its header".into());
+            return Err(invalid("record shorter than its header"));
         }
         if !is_step_number(record[0]) {
-            return Err(format!("step {} is not a non-negative integer", record[0]));
+            return Err(invalid(format!("step {} is not a non-negative integer", record[0])));
         }
         let mut i = 2;
         while i < record.len() {
@@ -108,28 +113,28 @@ impl StepBatch {
             let def = (id >= 0.0 && id.fract() == 0.0)
                 .then(|| registry.get(id as u32))
                 .flatten()
-                .ok_or_else(|| format!("unknown column id {id}"))?;
+                .ok_or_else(|| invalid(format!("unknown column id {id}")))?;
             match def.kind {
                 ColumnKind::ListF64 => {
-                    let len = *record.get(i + 1).ok_or("list without length")?;
+                    let len = *record.get(i + 1).ok_or_else(|| invalid("list without length"))?;
                     if !(len >= 0.0 && len.fract() == 0.0 && (len as usize) <= MAX_LIST_LEN) {
-                        return Err(format!("bad list length {len} for `{}`", def.name));
+                        return Err(invalid(format!("bad list length {len} for `{}`", def.name)));
                     }
                     i += 2 + len as usize;
                     if i > record.len() {
-                        return Err(format!("list `{}` runs past the record", def.name));
+                        return Err(invalid(format!("list `{}` runs past the record", def.name)));
                     }
                 }
                 ColumnKind::I64 => {
-                    let v = *record.get(i + 1).ok_or("id without value")?;
+                    let v = *record.get(i + 1).ok_or_else(|| invalid("id without value"))?;
                     if !(v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE_INT) {
-                        return Err(format!("`{}` must be an integer, got {v}", def.name));
+                        return Err(invalid(format!("`{}` must be an integer, got {v}", def.name)));
                     }
                     i += 2;
                 }
                 ColumnKind::F64 => {
                     if i + 1 >= record.len() {
-                        return Err("id without value".into());
+                        return Err(invalid("id without value"));
                     }
                     i += 2;
                 }
@@ -139,7 +144,7 @@ impl StepBatch {
     }
 
     /// Appends one record as a row. On error nothing is appended.
-    pub fn append(&mut self, record: &[f64], registry: &Registry) -> Result<(), String> {
+    pub fn append(&mut self, record: &[f64], registry: &Registry) -> Result<()> {
         Self::validate(record, registry)?;
         let row = self.table.rows;
         let mut i = 2;

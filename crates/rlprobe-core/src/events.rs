@@ -2,11 +2,14 @@
 //! crash tears at most the line being written. fsync runs on a cadence and on demand.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::error::{IoContext, Result};
+
 pub struct EventLog {
+    path: PathBuf,
     file: File,
     line: Vec<u8>,
     dirty: bool,
@@ -20,22 +23,21 @@ impl EventLog {
     /// Opens for append. A torn last line (no trailing newline, left by a crash) is closed
     /// with a newline first, so the next event starts on a line of its own and readers
     /// skip only the torn one.
-    pub fn open(path: &Path) -> io::Result<EventLog> {
-        let mut file = OpenOptions::new().create(true).append(true).read(true).open(path)?;
-        let len = file.metadata()?.len();
+    pub fn open(path: &Path) -> Result<EventLog> {
+        let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).at("opening", path)?;
+        let len = file.metadata().at("reading the metadata of", path)?.len();
         if len > 0 {
             let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1))?;
-            file.read_exact(&mut last)?;
+            file.seek(SeekFrom::Start(len - 1)).and_then(|_| file.read_exact(&mut last)).at("reading the last line of", path)?;
             if last[0] != b'\n' {
-                file.write_all(b"\n")?;
+                file.write_all(b"\n").at("closing the torn last line of", path)?;
             }
         }
-        Ok(EventLog { file, line: Vec::with_capacity(512), dirty: false, last_sync: Instant::now(), torn: false })
+        Ok(EventLog { path: path.to_path_buf(), file, line: Vec::with_capacity(512), dirty: false, last_sync: Instant::now(), torn: false })
     }
 
     /// Appends one line (a newline is added) in a single write.
-    pub fn append(&mut self, json: &str) -> io::Result<()> {
+    pub fn append(&mut self, json: &str) -> Result<()> {
         self.line.clear();
         if self.torn {
             self.line.push(b'\n');
@@ -44,16 +46,16 @@ impl EventLog {
         self.line.push(b'\n');
         if let Err(e) = self.file.write_all(&self.line) {
             self.torn = true;
-            return Err(e);
+            return Err(crate::Error::io("appending to", &self.path, e));
         }
         self.torn = false;
         self.dirty = true;
         Ok(())
     }
 
-    pub fn sync(&mut self) -> io::Result<()> {
+    pub fn sync(&mut self) -> Result<()> {
         if self.dirty {
-            self.file.sync_data()?;
+            self.file.sync_data().at("fsync of", &self.path)?;
             self.dirty = false;
         }
         self.last_sync = Instant::now();
@@ -61,7 +63,7 @@ impl EventLog {
     }
 
     /// fsync if there are unsynced lines and `every` has passed since the last one.
-    pub fn sync_if_due(&mut self, every: std::time::Duration) -> io::Result<()> {
+    pub fn sync_if_due(&mut self, every: std::time::Duration) -> Result<()> {
         if self.dirty && self.last_sync.elapsed() >= every {
             self.sync()?;
         }
@@ -69,26 +71,10 @@ impl EventLog {
     }
 }
 
-/// Minimal JSON string escaping for events the Rust side composes itself.
+/// A string as a JSON string literal, escaped as `JSON.stringify` escapes it (so a pattern
+/// built here matches text JS wrote).
 pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // as JSON.stringify writes them, so a pattern built here matches text JS wrote
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    serde_json::Value::from(s).to_string()
 }
 
 /// Seconds since the Unix epoch, as the format's float timestamp.
@@ -99,19 +85,22 @@ pub fn now_unix_seconds() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// An event line in the format's shape: timestamp, kind, step, rank, message, data.
-/// `data_json` must already be a JSON object.
-pub fn event_line(kind: &str, step: Option<i64>, rank: i64, message: &str, data_json: &str) -> String {
-    let step = step.map_or("null".to_string(), |s| s.to_string());
-    format!(
-        "{{\"timestamp\":{},\"kind\":{},\"step\":{},\"rank\":{},\"message\":{},\"data\":{}}}",
-        now_unix_seconds(),
-        json_string(kind),
-        step,
-        rank,
-        json_string(message),
-        data_json
-    )
+/// An event line in the format's shape: timestamp, kind, step, rank, message, data (always
+/// an object: a non-object `data` is kept under `value`).
+pub fn event_line(kind: &str, step: Option<i64>, rank: i64, message: &str, data: serde_json::Value) -> String {
+    let data = match data {
+        serde_json::Value::Object(_) => data,
+        other => serde_json::json!({ "value": other }),
+    };
+    serde_json::json!({
+        "timestamp": now_unix_seconds(),
+        "kind": kind,
+        "step": step,
+        "rank": rank,
+        "message": message,
+        "data": data,
+    })
+    .to_string()
 }
 
 #[cfg(test)]
@@ -133,7 +122,10 @@ mod tests {
     #[test]
     fn escapes_control_characters() {
         assert_eq!(json_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-        let line = event_line("recorder_drops", Some(3), 0, "x", "{\"count\":2}");
-        assert!(line.contains("\"kind\":\"recorder_drops\",\"step\":3,\"rank\":0"));
+        let line = event_line("recorder_drops", Some(3), 0, "x\n\"y\"", serde_json::json!({ "count": 2 }));
+        assert!(line.starts_with("{\"timestamp\":"), "{line}");
+        assert!(line.ends_with(",\"kind\":\"recorder_drops\",\"step\":3,\"rank\":0,\"message\":\"x\\n\\\"y\\\"\",\"data\":{\"count\":2}}"), "{line}");
+        let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(parsed["message"], "x\n\"y\"");
     }
 }

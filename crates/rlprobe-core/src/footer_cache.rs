@@ -6,8 +6,8 @@
 //! compaction replaces a shard within one clock tick, the bytes cannot differ unnoticed.
 //!
 //! A footer carrying our checksum record (checksums.rs) is verified before it is parsed, so
-//! the Parquet decoder never sees a damaged footer of ours. Errors here say what is wrong
-//! with the footer; the caller names the file.
+//! the Parquet decoder never sees a damaged footer of ours. Errors name the file and say
+//! what is wrong with its footer.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -18,6 +18,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::ParquetMetaDataReader;
 
 use crate::checksums::{BlockChecksums, CHECKSUMMED_BY};
+use crate::error::{Error, IoContext, Result};
 
 /// Files remembered; past this the cache starts over (footers are small, runs have fewer files).
 const MAX_FILES: usize = 16_384;
@@ -39,56 +40,57 @@ fn cache() -> &'static Cache {
 }
 
 /// The footer's metadata bytes (without the 8-byte trailer).
-fn metadata_bytes(file: &File, len: u64) -> Result<Vec<u8>, String> {
+fn metadata_bytes(path: &Path, file: &File, len: u64) -> Result<Vec<u8>> {
     if len < 12 {
-        return Err(format!("{len} bytes: too short for a Parquet file"));
+        return Err(Error::corrupt(path, format!("{len} bytes: too short for a Parquet file")));
     }
-    let trailer = read_at(file, len - 8, 8)?;
+    let trailer = read_at(path, file, len - 8, 8)?;
     if &trailer[4..] != b"PAR1" {
-        return Err("no Parquet footer (the file does not end in PAR1)".into());
+        return Err(Error::corrupt(path, "no Parquet footer (the file does not end in PAR1)"));
     }
     let meta_len = u64::from(u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]));
     if meta_len + 12 > len {
-        return Err(format!("corrupt footer: it says {meta_len} bytes of metadata, the file has {len} bytes in all"));
+        return Err(Error::corrupt(path, format!("corrupt footer: it says {meta_len} bytes of metadata, the file has {len} bytes in all")));
     }
-    read_at(file, len - 8 - meta_len, meta_len as usize)
+    read_at(path, file, len - 8 - meta_len, meta_len as usize)
 }
 
-fn read_at(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, String> {
-    crate::checksums::read_at(file, offset, len).map_err(|e| format!("reading the footer: {e}"))
+fn read_at(path: &Path, file: &File, offset: u64, len: usize) -> Result<Vec<u8>> {
+    crate::checksums::read_at(file, offset, len).at("reading the footer of", path)
 }
 
 /// Verifies (when it carries our checksums) and parses a footer's metadata bytes.
-fn parse(metadata: &[u8], len: u64) -> Result<Footer, String> {
+fn parse(path: &Path, metadata: &[u8], len: u64) -> Result<Footer> {
+    let corrupt = |detail: String| Error::corrupt(path, detail);
     let checksums = match BlockChecksums::find_in(metadata) {
         Some(record) => {
-            let record = record?;
-            record.verify_footer(metadata, len)?;
+            let record = record.map_err(corrupt)?;
+            record.verify_footer(metadata, len).map_err(corrupt)?;
             Some(Arc::new(record))
         }
         None => None,
     };
-    let parsed = ParquetMetaDataReader::decode_metadata(metadata).map_err(|e| format!("corrupt footer: {e}"))?;
+    let parsed = ParquetMetaDataReader::decode_metadata(metadata).map_err(|e| corrupt(format!("corrupt footer: {e}")))?;
     // a file of ours that says it is checksummed must carry the record (a flipped bit in
     // the record's tag would otherwise pass the file off as unchecked)
     if checksums.is_none() && parsed.file_metadata().created_by().is_some_and(|c| c.contains(CHECKSUMMED_BY)) {
-        return Err("its checksum record is missing or damaged".into());
+        return Err(corrupt("its checksum record is missing or damaged".into()));
     }
-    let meta = ArrowReaderMetadata::try_new(Arc::new(parsed), ArrowReaderOptions::new()).map_err(|e| format!("corrupt footer: {e}"))?;
+    let meta = ArrowReaderMetadata::try_new(Arc::new(parsed), ArrowReaderOptions::new()).map_err(|e| corrupt(format!("corrupt footer: {e}")))?;
     Ok(Footer { meta, checksums })
 }
 
 /// The verified, parsed footer of the open `file` (`len` bytes) at `path`, parsed again only
 /// when its bytes changed.
-pub fn footer(path: &Path, file: &File, len: u64) -> Result<Footer, String> {
-    let bytes = metadata_bytes(file, len)?;
+pub fn footer(path: &Path, file: &File, len: u64) -> Result<Footer> {
+    let bytes = metadata_bytes(path, file, len)?;
     if let Some((seen, footer)) = cache().lock().unwrap_or_else(|p| p.into_inner()).get(path) {
         if *seen == bytes {
             return Ok(footer.clone());
         }
     }
     // parsed outside the lock: another thread's reads need not wait on this file
-    let footer = parse(&bytes, len)?;
+    let footer = parse(path, &bytes, len)?;
     if bytes.len() as u64 <= MAX_FOOTER {
         let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
         if c.len() >= MAX_FILES {
@@ -148,7 +150,10 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             let f = File::open(&path).unwrap();
             let err = footer(&path, &f, bytes.len() as u64).err().unwrap();
-            assert!(err.contains(expected), "{name}: {err}");
+            assert_eq!(err.code(), crate::Code::CorruptFile, "{name}: {err}");
+            let text = err.to_string();
+            assert!(text.starts_with(&format!("{}: damaged Parquet file (", path.display())), "{name}: names the file: {text}");
+            assert!(text.contains(expected), "{name}: {text}");
         }
     }
 }

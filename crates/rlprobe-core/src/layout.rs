@@ -4,6 +4,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, IoContext, Result};
+
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const STEPS_FILE: &str = "steps.parquet";
 pub const STEPS_PARTS_DIR: &str = "steps";
@@ -64,16 +66,16 @@ pub fn shard_name(index: u64) -> String {
 }
 
 /// Published part files in `dir`, in index order (numeric, so part-100000 follows part-99999).
-pub fn list_parts(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+pub fn list_parts(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     list_numbered(dir, part_index)
 }
 
 /// Sample shards in `dir`, in index order.
-pub fn list_shards(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+pub fn list_shards(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     list_numbered(dir, shard_index)
 }
 
-fn list_numbered(dir: &Path, index_of: fn(&str) -> Option<u64>) -> io::Result<Vec<(u64, PathBuf)>> {
+fn list_numbered(dir: &Path, index_of: fn(&str) -> Option<u64>) -> Result<Vec<(u64, PathBuf)>> {
     let listing = list_stream_dir(dir)?;
     let mut found: Vec<(u64, PathBuf)> = listing.parts.into_iter().chain(listing.shards).collect();
     found.retain(|(_, p)| index_of(&p.file_name().unwrap_or_default().to_string_lossy()).is_some());
@@ -91,15 +93,15 @@ pub struct StreamDir {
     pub others: Vec<PathBuf>,
 }
 
-pub fn list_stream_dir(dir: &Path) -> io::Result<StreamDir> {
+pub fn list_stream_dir(dir: &Path) -> Result<StreamDir> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StreamDir::default()),
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+        Err(e) => return Err(Error::io("listing", dir, e)),
     };
     let mut out = StreamDir::default();
     for entry in entries {
-        let entry = entry?;
+        let entry = entry.at("listing", dir)?;
         let name = entry.file_name().to_string_lossy().to_string();
         if let Some(i) = part_index(&name) {
             out.parts.push((i, entry.path()));

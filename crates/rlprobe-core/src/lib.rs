@@ -1,5 +1,6 @@
 //! rlprobe's core: the recording format's writer, reader and compactor, free of Node.
 //!
+//! - `error`: the one error type, each variant with a stable code
 //! - `writer`: the recorder (lock-free queue → writer thread → part files, events)
 //! - `ring`: the bounded SPSC queue the hot path pushes into
 //! - `encoding`: the slot encoding of a step record and the columnar batch it decodes to
@@ -23,6 +24,7 @@ pub mod atomic;
 pub mod checksums;
 pub mod compact;
 pub mod encoding;
+pub mod error;
 pub mod events;
 pub mod footer_cache;
 pub mod layout;
@@ -44,6 +46,7 @@ pub mod writer;
 pub(crate) mod testutil;
 
 pub use compact::{compact_steps, CompactReport};
+pub use error::{Code, Error, Result};
 pub use steps_files::read_steps;
 pub use table::{ColumnBuf, ColumnValues, Table};
 pub use writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};

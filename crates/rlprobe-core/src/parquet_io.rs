@@ -17,31 +17,34 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use crate::checksums::{damaged, CheckedFile, ChecksumSink, META_CHECKSUMS};
+use crate::checksums::{CheckedFile, ChecksumSink, DamageSlot, META_CHECKSUMS};
+use crate::error::{Error, IoContext, Remedy, Result};
 use crate::footer_cache::Footer;
 use crate::layout::META_FILE_ID;
 use crate::props::{writer_properties, Codec};
 use crate::regular_file::open_regular;
 use crate::table::Table;
 
-pub fn to_io(e: impl std::fmt::Display) -> io::Error {
-    io::Error::other(e.to_string())
-}
-
 /// A Parquet writer with our properties whose file carries a unique id and block checksums
-/// (checksums.rs). Used like `ArrowWriter`: `write`, `flush`, then `into_inner`.
+/// (checksums.rs). Used like `ArrowWriter`: `write`, `flush`, then `into_inner`. Its errors
+/// name the file being written.
 pub struct ParquetWriter<W: io::Write + Send> {
     w: ArrowWriter<ChecksumSink<W>>,
+    path: PathBuf,
 }
 
 impl<W: io::Write + Send> ParquetWriter<W> {
-    pub fn write(&mut self, batch: &RecordBatch) -> parquet::errors::Result<()> {
-        self.w.write(batch)
+    fn failed(&self, e: ParquetError) -> Error {
+        Error::WriteParquet { path: self.path.clone(), source: Arc::new(e) }
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.w.write(batch).map_err(|e| self.failed(e))
     }
 
     /// Closes the row group in progress.
-    pub fn flush(&mut self) -> parquet::errors::Result<()> {
-        self.w.flush()
+    pub fn flush(&mut self) -> Result<()> {
+        self.w.flush().map_err(|e| self.failed(e))
     }
 
     pub fn in_progress_size(&self) -> usize {
@@ -49,13 +52,14 @@ impl<W: io::Write + Send> ParquetWriter<W> {
     }
 
     /// Writes the last row group and the footer, with the checksum record filled in.
-    pub fn into_inner(mut self) -> parquet::errors::Result<W> {
-        self.w.flush()?;
+    pub fn into_inner(mut self) -> Result<W> {
+        self.flush()?;
         let data_len = self.w.bytes_written() as u64;
         let placeholder = self.w.inner_mut().footer_starts_at(data_len);
         self.w.append_key_value_metadata(KeyValue::new(META_CHECKSUMS.to_string(), placeholder.clone()));
-        let sink = self.w.into_inner()?;
-        sink.finish(&placeholder).map_err(|e| ParquetError::External(Box::new(e)))
+        let path = self.path;
+        let sink = self.w.into_inner().map_err(|e| Error::WriteParquet { path: path.clone(), source: Arc::new(e) })?;
+        sink.finish(&placeholder, &path)
     }
 }
 
@@ -71,27 +75,29 @@ fn new_file_id() -> String {
     format!("{:016x}", h.finish())
 }
 
-/// A writer over `sink` with our properties, `metadata` in the footer (compaction writes
-/// several batches; a part file one).
+/// A writer over `sink` (the file at `path`, named in errors) with our properties,
+/// `metadata` in the footer (compaction writes several batches; a part file one).
 pub fn arrow_writer<W: io::Write + Send>(
     sink: W,
+    path: &Path,
     schema: SchemaRef,
     codec: Codec,
     metadata: Vec<KeyValue>,
-) -> io::Result<ParquetWriter<W>> {
+) -> Result<ParquetWriter<W>> {
     let mut metadata = metadata;
     metadata.push(KeyValue::new(META_FILE_ID.to_string(), new_file_id()));
-    let props = writer_properties(schema.as_ref(), codec, metadata);
-    let w = ArrowWriter::try_new(ChecksumSink::new(sink), Arc::clone(&schema), Some(props)).map_err(to_io)?;
-    Ok(ParquetWriter { w })
+    let props = writer_properties(schema.as_ref(), codec, metadata)?;
+    let w = ArrowWriter::try_new(ChecksumSink::new(sink), Arc::clone(&schema), Some(props))
+        .map_err(|e| Error::WriteParquet { path: path.to_path_buf(), source: Arc::new(e) })?;
+    Ok(ParquetWriter { w, path: path.to_path_buf() })
 }
 
-/// Writes `table` as one Parquet file into `sink` and hands the sink back.
-pub fn write_table<W: io::Write + Send>(sink: W, table: &Table, codec: Codec, metadata: Vec<KeyValue>) -> io::Result<W> {
-    let batch = table.to_record_batch().map_err(to_io)?;
-    let mut w = arrow_writer(sink, batch.schema(), codec, metadata)?;
-    w.write(&batch).map_err(to_io)?;
-    w.into_inner().map_err(to_io)
+/// Writes `table` as one Parquet file into `sink` (the file at `path`) and hands the sink back.
+pub fn write_table<W: io::Write + Send>(sink: W, path: &Path, table: &Table, codec: Codec, metadata: Vec<KeyValue>) -> Result<W> {
+    let batch = table.to_record_batch()?;
+    let mut w = arrow_writer(sink, path, batch.schema(), codec, metadata)?;
+    w.write(&batch)?;
+    w.into_inner()
 }
 
 /// A Parquet file opened for reading: a regular file, its footer verified and parsed.
@@ -100,19 +106,17 @@ pub struct ParquetFile {
     pub file: File,
     pub len: u64,
     footer: Footer,
+    damage: DamageSlot,
 }
 
 impl ParquetFile {
-    /// Opens `path`. A missing file stays `NotFound` (the callers' retry); any other
+    /// Opens `path`. A missing file is `Error::is_not_found` (the callers retry); any other
     /// failure names the file and says what is wrong and what to do.
-    pub fn open(path: &Path) -> io::Result<ParquetFile> {
-        let file = open_regular(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => e,
-            kind => io::Error::new(kind, format!("{e}; move it out of the run directory to read the rest")),
-        })?;
-        let len = file.metadata().map_err(|e| damaged(path, e))?.len();
-        let footer = crate::footer_cache::footer(path, &file, len).map_err(|e| damaged(path, e))?;
-        Ok(ParquetFile { path: path.to_path_buf(), file, len, footer })
+    pub fn open(path: &Path) -> Result<ParquetFile> {
+        let file = open_regular(path, Some(Remedy::MoveAside))?;
+        let len = file.metadata().at("reading the metadata of", path)?.len();
+        let footer = crate::footer_cache::footer(path, &file, len)?;
+        Ok(ParquetFile { path: path.to_path_buf(), file, len, footer, damage: DamageSlot::default() })
     }
 
     pub fn name(&self) -> String {
@@ -147,19 +151,23 @@ impl ParquetFile {
         self.key_value(META_FILE_ID).filter(|v| !v.is_empty())
     }
 
-    /// An error reading this file, naming it (and what to do).
-    pub fn damaged(&self, e: impl std::fmt::Display) -> io::Error {
-        damaged(&self.path, e)
+    /// A failure decoding this file, naming it and what to do: the damage its checked
+    /// reads found, if they found any (the decoder's error then only repeats it as text).
+    pub fn damaged(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        match self.damage.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(found) => found,
+            None => Error::reading(&self.path, e),
+        }
     }
 
     /// A batch reader builder over the verified bytes of the file.
-    pub fn reader(&self, batch_rows: usize) -> io::Result<ParquetRecordBatchReaderBuilder<CheckedFile>> {
-        let checked = CheckedFile::new(&self.file, &self.path, self.len, self.footer.checksums.clone())?;
+    pub fn reader(&self, batch_rows: usize) -> Result<ParquetRecordBatchReaderBuilder<CheckedFile>> {
+        let checked = CheckedFile::new(&self.file, &self.path, self.len, self.footer.checksums.clone(), Arc::clone(&self.damage))?;
         Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(checked, self.footer.meta.clone()).with_batch_size(batch_rows))
     }
 
     /// Streams the file's batches to `f` (compaction: constant memory per batch).
-    pub fn for_each_batch(&self, batch_rows: usize, mut f: impl FnMut(RecordBatch) -> io::Result<()>) -> io::Result<()> {
+    pub fn for_each_batch(&self, batch_rows: usize, mut f: impl FnMut(RecordBatch) -> Result<()>) -> Result<()> {
         for batch in self.reader(batch_rows)?.build().map_err(|e| self.damaged(e))? {
             f(batch.map_err(|e| self.damaged(e))?)?;
         }
@@ -168,7 +176,7 @@ impl ParquetFile {
 
     /// Appends the file's rows to `table` (columns unioned by name); `columns` restricts the
     /// read to those top-level columns when given.
-    pub fn read_into(&self, table: &mut Table, columns: Option<&[String]>) -> io::Result<()> {
+    pub fn read_into(&self, table: &mut Table, columns: Option<&[String]>) -> Result<()> {
         let mut b = self.reader(65_536)?;
         if let Some(cols) = columns {
             let mask = ProjectionMask::roots(b.parquet_schema(), column_indices(b.schema(), |n| cols.iter().any(|c| c == n)));
@@ -176,15 +184,16 @@ impl ParquetFile {
         }
         for batch in b.build().map_err(|e| self.damaged(e))? {
             let batch = batch.map_err(|e| self.damaged(e))?;
-            table.append_batch(&batch).map_err(|e| self.damaged(e))?;
+            table.append_batch(&batch).map_err(|e| e.in_file(&self.path))?;
         }
         Ok(())
     }
 }
 
 /// Row count from the footer alone (another tool's file, or a test's).
-pub fn row_count(file: File) -> io::Result<u64> {
-    let reader = SerializedFileReader::new(file).map_err(to_io)?;
+pub fn row_count(path: &Path) -> Result<u64> {
+    let file = open_regular(path, None)?;
+    let reader = SerializedFileReader::new(file).map_err(|e| Error::reading(path, e))?;
     Ok(reader.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
@@ -205,7 +214,8 @@ pub fn prewarm() {
         c.push_number(0.0);
     }
     t.finish_rows(1);
-    let _ = write_table(Vec::new(), &t, Codec::default(), Vec::new());
+    // a throwaway: nothing is lost if it fails, and the first real write reports its own error
+    let _ = write_table(Vec::new(), Path::new("(pre-warm, in memory)"), &t, Codec::default(), Vec::new());
 }
 
 #[cfg(test)]
@@ -228,7 +238,7 @@ mod tests {
         let dir = tempdir("parquet-io");
         let path = dir.join("part-00000.parquet");
         // several checksum blocks and row groups
-        write_table(File::create(&path).unwrap(), &table(200_000), Codec::default(), Vec::new()).unwrap();
+        write_table(File::create(&path).unwrap(), &path, &table(200_000), Codec::default(), Vec::new()).unwrap();
         let f = ParquetFile::open(&path).unwrap();
         assert_eq!(f.rows(), 200_000);
         assert_eq!(f.file_id().map(|id| id.len()), Some(16));
@@ -240,7 +250,7 @@ mod tests {
         assert_eq!(t.column("loss").unwrap().scalar(199_999), Some((199_999f64).sqrt()));
         // another copy of the same table is another file
         let other = dir.join("part-00001.parquet");
-        write_table(File::create(&other).unwrap(), &table(10), Codec::default(), Vec::new()).unwrap();
+        write_table(File::create(&other).unwrap(), &other, &table(10), Codec::default(), Vec::new()).unwrap();
         assert_ne!(ParquetFile::open(&other).unwrap().file_id(), f.file_id());
     }
 

@@ -10,6 +10,8 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersi
 use parquet::file::metadata::KeyValue;
 use parquet::schema::types::ColumnPath;
 
+use crate::error::{Error, Result};
+
 /// Rows per row group: bounds reader memory and lets readers skip by statistics.
 pub const MAX_ROW_GROUP_ROWS: usize = 65_536;
 
@@ -34,11 +36,17 @@ impl Default for Codec {
     }
 }
 
-/// Writer properties for a table with `schema`, carrying `metadata` in the footer.
-pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>) -> WriterProperties {
+/// Writer properties for a table with `schema`, carrying `metadata` in the footer. A zstd
+/// level outside 1..=22 is refused, not silently replaced by another.
+pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>) -> Result<WriterProperties> {
+    let level = ZstdLevel::try_new(codec.zstd_level).map_err(|e| Error::InvalidOption {
+        option: "zstd level",
+        value: codec.zstd_level.to_string(),
+        reason: format!("expected 1 to 22 ({e})"),
+    })?;
     let mut b = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(codec.zstd_level).unwrap_or_default()))
+        .set_compression(Compression::ZSTD(level))
         .set_max_row_group_size(MAX_ROW_GROUP_ROWS)
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_dictionary_enabled(codec.dictionary)
@@ -61,5 +69,22 @@ pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>)
             }
         }
     }
-    b.build()
+    Ok(b.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zstd_level_out_of_range_is_refused_naming_it() {
+        let schema = Schema::empty();
+        for level in [0, 23, -5] {
+            let e = writer_properties(&schema, Codec { zstd_level: level, ..Codec::default() }, Vec::new()).unwrap_err();
+            assert_eq!(e.code(), crate::Code::Invalid);
+            assert!(e.to_string().starts_with(&format!("invalid zstd level {level}: expected 1 to 22")), "{e}");
+        }
+        let props = writer_properties(&schema, Codec { zstd_level: 9, ..Codec::default() }, Vec::new()).unwrap();
+        assert_eq!(props.compression(&ColumnPath::new(vec!["x".into()])), Compression::ZSTD(ZstdLevel::try_new(9).unwrap()));
+    }
 }

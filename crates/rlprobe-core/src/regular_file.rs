@@ -7,21 +7,19 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::Path;
 
+use crate::error::{Error, IoContext, Remedy, Result};
+
 /// Opens `path` for reading if it is a regular file (following symlinks). Otherwise an
-/// error naming the file and what it is; a missing file stays `NotFound` (a compaction may
-/// have moved it: callers retry on that kind).
-pub fn open_regular(path: &Path) -> io::Result<File> {
+/// error naming the file and what it is, ending in `remedy` when given; a missing file is
+/// `Error::is_not_found` (a compaction may have moved it: callers retry on that).
+pub fn open_regular(path: &Path, remedy: Option<Remedy>) -> Result<File> {
     let file = match open_nonblocking(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
-        Err(e) => return Err(not_readable(path, &e)),
+        Err(e) => return Err(not_readable(path, e, remedy)),
     };
-    let meta = file.metadata().map_err(|e| not_readable(path, &e))?;
+    let meta = file.metadata().at("reading the metadata of", path)?;
     if !meta.file_type().is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{}: {}, not a regular file", path.display(), describe(path, &meta.file_type())),
-        ));
+        return Err(Error::NotRegularFile { path: path.to_path_buf(), what: describe(path, &meta.file_type()), remedy });
     }
     Ok(file)
 }
@@ -75,16 +73,14 @@ fn kind_name(kind: &fs::FileType) -> &'static str {
     "not a file"
 }
 
-/// An open failure other than a missing file, naming the file (a symlink loop in words).
-fn not_readable(path: &Path, e: &io::Error) -> io::Error {
+/// An open failure, naming the file (a symlink loop in words).
+fn not_readable(path: &Path, e: io::Error, remedy: Option<Remedy>) -> Error {
     #[cfg(unix)]
     if e.raw_os_error() == Some(libc::ELOOP) {
-        return io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{}: a symbolic link loop (too many levels of symbolic links), not a regular file", path.display()),
-        );
+        let what = "a symbolic link loop (too many levels of symbolic links)".to_string();
+        return Error::NotRegularFile { path: path.to_path_buf(), what, remedy };
     }
-    io::Error::new(e.kind(), format!("{}: cannot be opened: {e}", path.display()))
+    Error::io("opening", path, e)
 }
 
 #[cfg(all(test, unix))]
@@ -111,14 +107,14 @@ mod tests {
             let path = dir.join(name);
             make(&path);
             let started = Instant::now();
-            let err = open_regular(&path).expect_err(name);
+            let err = open_regular(&path, None).expect_err(name);
             assert!(started.elapsed() < Duration::from_secs(2), "{name}: returned at once");
             let msg = err.to_string();
             assert!(msg.starts_with(&path.display().to_string()), "{name}: names the file: {msg}");
             assert!(msg.contains(expected), "{name}: says what it is: {msg}");
         }
         fs::write(dir.join("ok"), b"x").unwrap();
-        assert!(open_regular(&dir.join("ok")).is_ok());
-        assert_eq!(open_regular(&dir.join("missing")).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert!(open_regular(&dir.join("ok"), None).is_ok());
+        assert!(open_regular(&dir.join("missing"), None).unwrap_err().is_not_found());
     }
 }

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use crate::error::{Error, Result};
+
 /// How a column is stored. Mirrors what the Python `rlprobe` package writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ColumnKind {
@@ -102,12 +104,13 @@ pub fn column_order_key(name: &str) -> (u8, usize, &str) {
 
 /// The column a top-level key of a step record lands in, or why it cannot be recorded.
 /// Unknown top-level keys become `extra.<key>`, as in the Python package.
-pub fn resolve_step_key(key: &str) -> Result<(String, ColumnKind), String> {
+pub fn resolve_step_key(key: &str) -> Result<(String, ColumnKind)> {
+    let refuse = |reason: String| Err(Error::InvalidStepKey { key: key.to_string(), reason });
     match key {
-        STEP | TIMESTAMP => Err(format!("`{key}` is encoded in the record header")),
-        RANK => Err("`rank` is set by the recorder, not per step".into()),
-        "reward_components" | "extra" => Err(format!("`{key}` is a dict of numbers")),
-        "" => Err("empty field name".into()),
+        STEP | TIMESTAMP => refuse(format!("`{key}` is encoded in the record header")),
+        RANK => refuse("`rank` is set by the recorder, not per step".into()),
+        "reward_components" | "extra" => refuse(format!("`{key}` is a dict of numbers")),
+        "" => refuse("empty field name".into()),
         _ => {
             if let Some((_, kind)) = STEP_FIELDS.iter().find(|(n, _)| *n == key) {
                 Ok((key.to_string(), *kind))
@@ -116,7 +119,7 @@ pub fn resolve_step_key(key: &str) -> Result<(String, ColumnKind), String> {
                 .or_else(|| key.strip_prefix(EXTRA_PREFIX))
             {
                 if rest.is_empty() {
-                    Err(format!("empty name after prefix in `{key}`"))
+                    refuse(format!("empty name after prefix in `{key}`"))
                 } else {
                     Ok((key.to_string(), ColumnKind::F64))
                 }
@@ -143,15 +146,13 @@ pub struct Registry {
 
 impl Registry {
     /// Registers (or finds) the column for a top-level key or a prefixed dict entry.
-    pub fn register(&mut self, key: &str) -> Result<(u32, ColumnKind), String> {
+    pub fn register(&mut self, key: &str) -> Result<(u32, ColumnKind)> {
         let (name, kind) = resolve_step_key(key)?;
         if let Some(&id) = self.by_name.get(&name) {
             return Ok((id, self.defs[id as usize].kind));
         }
         if self.defs.len() >= MAX_COLUMNS {
-            return Err(format!(
-                "too many distinct columns (limit {MAX_COLUMNS}); `{name}` not added"
-            ));
+            return Err(Error::TooManyColumns { name, limit: MAX_COLUMNS });
         }
         let id = self.defs.len() as u32;
         self.defs.push(ColumnDef { name: name.clone(), kind });
@@ -162,20 +163,15 @@ impl Registry {
     /// Registers the keys of one record together: all of them, or — past the column
     /// budget, or on a key that cannot be a column — none, so a refused record leaves the
     /// registry as it found it.
-    pub fn register_all(&mut self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>, String> {
+    pub fn register_all(&mut self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>> {
         let mut resolved = Vec::with_capacity(keys.len());
         for key in keys {
-            let (name, kind) = resolve_step_key(key).map_err(|e| format!("`{key}`: {e}"))?;
-            resolved.push((name, kind));
+            resolved.push(resolve_step_key(key)?);
         }
         let new_names: std::collections::HashSet<&str> =
             resolved.iter().map(|(n, _)| n.as_str()).filter(|n| !self.by_name.contains_key(*n)).collect();
         if self.defs.len() + new_names.len() > MAX_COLUMNS {
-            return Err(format!(
-                "the record would add {} new columns to the {} the run has (limit {MAX_COLUMNS}); nothing of it was added",
-                new_names.len(),
-                self.defs.len()
-            ));
+            return Err(Error::ColumnBudget { adding: new_names.len(), have: self.defs.len(), limit: MAX_COLUMNS });
         }
         Ok(resolved
             .into_iter()
@@ -230,7 +226,7 @@ mod tests {
         for i in 0..MAX_COLUMNS {
             r.register(&format!("m{i}")).unwrap();
         }
-        assert!(r.register("one_more").unwrap_err().contains("too many"));
+        assert!(r.register("one_more").unwrap_err().to_string().contains("too many"));
         assert!(r.register("m7").is_ok(), "existing columns still resolve");
     }
 
@@ -239,12 +235,15 @@ mod tests {
         let mut r = Registry::default();
         r.register("loss").unwrap();
         let huge: Vec<String> = (0..MAX_COLUMNS).map(|i| format!("k{i}")).collect();
-        let err = r.register_all(&huge).unwrap_err();
+        let err = r.register_all(&huge).unwrap_err().to_string();
         assert!(err.contains("4096 new columns") && err.contains("nothing of it was added"), "{err}");
         assert_eq!(r.len(), 1, "the refused record used none of the budget");
         let ok = r.register_all(&["loss".into(), "fresh".into(), "extra.fresh".into()]).unwrap();
         assert_eq!(ok, vec![(0, ColumnKind::F64), (1, ColumnKind::F64), (1, ColumnKind::F64)]);
-        assert!(r.register_all(&["ok2".into(), "rank".into()]).unwrap_err().contains("`rank`"));
+        let bad = r.register_all(&["ok2".into(), "rank".into()]).unwrap_err();
+        assert!(matches!(&bad, Error::InvalidStepKey { key, .. } if key == "rank"), "{bad:?}");
+        assert_eq!(bad.code(), crate::Code::Invalid);
+        assert!(bad.to_string().contains("`rank`"), "{bad}");
         assert_eq!(r.len(), 2, "a bad key refuses the whole record");
     }
 

@@ -8,12 +8,12 @@
 //! part fails the read naming it.
 
 use std::collections::HashMap;
-use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::error::Result;
 use crate::layout::{STEPS_FILE, STEPS_PARTS_DIR};
 use crate::parquet_io::ParquetFile;
-use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, SkippedFile, Stream};
+use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream};
 use crate::table::Table;
 
 /// An opened step (or span) file. Files are opened before any is read, so a concurrent
@@ -46,13 +46,13 @@ pub struct TableSources {
     /// Files skipped as not the recorder's (listed so readers can show them).
     pub foreign: Vec<SkippedFile>,
     /// Parts that cannot be read (not a regular file, a damaged footer): reads fail on them.
-    pub damaged: Vec<SkippedFile>,
+    pub damaged: Vec<DamagedFile>,
 }
 
 impl TableSources {
     /// Fails, naming the file, when a part is damaged: reading around it would silently
     /// lose its rows.
-    pub fn require_readable(&self) -> io::Result<()> {
+    pub fn require_readable(&self) -> Result<()> {
         damaged_error(&self.damaged).map_or(Ok(()), Err)
     }
 
@@ -70,17 +70,17 @@ impl TableSources {
 
 /// Opens the step files of `run_dir`. Retries when a listed part vanishes mid-way
 /// (a compaction absorbed it after we opened the older `steps.parquet`).
-pub fn open_step_sources(run_dir: &Path) -> io::Result<TableSources> {
+pub fn open_step_sources(run_dir: &Path) -> Result<TableSources> {
     open_compacted_sources(run_dir, STEPS_FILE, STEPS_PARTS_DIR, Stream::Steps)
 }
 
 /// The files of a table kept as one compacted file plus part files (`steps`, `spans`):
 /// the compacted file first, then every part it did not absorb, in index order.
-pub fn open_compacted_sources(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Stream) -> io::Result<TableSources> {
+pub fn open_compacted_sources(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Stream) -> Result<TableSources> {
     crate::atomic::retry_while_files_move(|| try_open(run_dir, compacted_name, parts_dir, stream))
 }
 
-fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Stream) -> io::Result<TableSources> {
+fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Stream) -> Result<TableSources> {
     // Parts before steps.parquet: a compaction finishing in between then lists these parts
     // as absorbed (skipped). steps.parquet first would miss their rows: the old table lacks
     // them, and they are deleted by the time the parts are listed.
@@ -90,21 +90,28 @@ fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Strea
     let mut foreign = listed.foreign;
     let mut compacted = match ParquetFile::open(&compacted_path) {
         Ok(file) => Some(file),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) if e.is_not_found() => None,
         // the compacted table holds the list of absorbed parts: without it no part can be
         // placed, so the whole stream is unreadable (and a writer must not guess names)
         Err(e) => return Err(e),
     };
     let mut absorbed = Absorbed::default();
     if let Some(file) = &compacted {
-        let claims = Absorbed::of(file);
-        let problem = stream.schema_problem(&file.schema()).or_else(|| claims.conflict(listed.parts.iter().map(|(_, f)| f)));
-        match problem {
-            Some(reason) => {
+        // another table under our name is foreign whatever its footer holds; ours must say
+        // which parts it absorbed (a bad list fails the read, naming the file)
+        let claims = match stream.schema_problem(&file.schema()) {
+            Some(reason) => Err(reason),
+            None => {
+                let claims = Absorbed::of(file)?;
+                claims.conflict(listed.parts.iter().map(|(_, f)| f)).map_or(Ok(claims), Err)
+            }
+        };
+        match claims {
+            Err(reason) => {
                 foreign.push(SkippedFile { path: file.path.clone(), reason });
                 compacted = None;
             }
-            None => absorbed = claims,
+            Ok(claims) => absorbed = claims,
         }
     }
     let next_part = absorbed.next_part().max(listed.max_index.map_or(0, |i| i + 1));
@@ -139,7 +146,7 @@ fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Strea
 
 /// Reads every step of a run (all columns, or only `columns`), each exactly once,
 /// columns in canonical order.
-pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> io::Result<Table> {
+pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> Result<Table> {
     let sources = open_step_sources(run_dir)?;
     sources.require_readable()?;
     let mut table = Table::default();
@@ -152,7 +159,7 @@ pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> io::Result<Tabl
 }
 
 /// The union of the step files' columns (from their footers only), canonical order.
-pub fn step_schema(run_dir: &Path) -> io::Result<arrow::datatypes::SchemaRef> {
+pub fn step_schema(run_dir: &Path) -> Result<arrow::datatypes::SchemaRef> {
     let sources = open_step_sources(run_dir)?;
     sources.require_readable()?;
     let mut schemas = Vec::new();

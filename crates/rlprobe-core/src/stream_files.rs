@@ -10,11 +10,11 @@
 //! rlprobe's) are judged by name and columns alone.
 
 use std::collections::HashMap;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use arrow::datatypes::Schema;
 
+use crate::error::{Error, Result};
 use crate::layout::{list_stream_dir, part_index, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART};
 use crate::parquet_io::ParquetFile;
 
@@ -23,6 +23,20 @@ use crate::parquet_io::ParquetFile;
 pub struct SkippedFile {
     pub path: PathBuf,
     pub reason: String,
+}
+
+/// A file that cannot be read, and the error a read of its stream fails with.
+#[derive(Debug, Clone)]
+pub struct DamagedFile {
+    pub path: PathBuf,
+    pub error: Error,
+}
+
+impl DamagedFile {
+    /// What is wrong with it and what to do, in words (the error's full report).
+    pub fn reason(&self) -> String {
+        self.error.report()
+    }
 }
 
 /// Which table a directory holds: decides the names and columns that are ours.
@@ -62,7 +76,7 @@ pub struct Parts {
     /// Readable parts of this stream, in index order.
     pub parts: Vec<(u64, ParquetFile)>,
     /// Parts that could not be opened or whose footer is damaged, with the error.
-    pub damaged: Vec<(u64, SkippedFile)>,
+    pub damaged: Vec<(u64, DamagedFile)>,
     pub foreign: Vec<SkippedFile>,
     /// Shard files (`shard-NNNNN.parquet`), unopened: only `samples/` has them.
     pub shards: Vec<(u64, PathBuf)>,
@@ -72,8 +86,8 @@ pub struct Parts {
 
 /// Lists and opens the parts of `dir`. `compacted` is a name that lives in the directory
 /// and is the caller's (`spans.parquet`); anything else unrecognised is foreign. A part that
-/// vanished meanwhile is `NotFound` (the callers retry: a compaction moved it).
-pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> io::Result<Parts> {
+/// vanished meanwhile is `Error::is_not_found` (the callers retry: a compaction moved it).
+pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> Result<Parts> {
     let listing = list_stream_dir(dir)?;
     let expected = match stream {
         Stream::Samples => "part-NNNNN.parquet or shard-NNNNN.parquet",
@@ -100,8 +114,8 @@ pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> io::Re
                 Some(reason) => out.foreign.push(SkippedFile { path, reason }),
                 None => out.parts.push((index, file)),
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
-            Err(e) => out.damaged.push((index, SkippedFile { path, reason: e.to_string() })),
+            Err(e) if e.is_not_found() => return Err(e),
+            Err(error) => out.damaged.push((index, DamagedFile { path, error })),
         }
     }
     Ok(out)
@@ -116,21 +130,35 @@ pub struct Absorbed {
 }
 
 impl Absorbed {
-    pub fn of(file: &ParquetFile) -> Absorbed {
+    /// What `file`'s footer says it absorbed. No keys: nothing (another writer's file). Keys
+    /// that do not hold what we write are an error naming the file: guessing would restart
+    /// part numbering (a writer overwriting names the compacted file lists) or read the
+    /// rows of absorbed parts twice.
+    pub fn of(file: &ParquetFile) -> Result<Absorbed> {
         let mut names = Vec::new();
-        let mut ids: Vec<String> = Vec::new();
+        let mut ids: Option<Vec<String>> = None;
         let mut next_part = 0;
         for (k, v) in file.key_values() {
             match k.as_str() {
-                META_COMPACTED_PARTS => names = parse_name_list(&v),
-                META_COMPACTED_IDS => ids = parse_name_list(&v),
-                META_NEXT_PART => next_part = v.trim().parse().unwrap_or(0),
+                META_COMPACTED_PARTS => names = parse_name_list(file, META_COMPACTED_PARTS, &v)?,
+                META_COMPACTED_IDS => ids = Some(parse_name_list(file, META_COMPACTED_IDS, &v)?),
+                META_NEXT_PART => {
+                    next_part = v.trim().parse().map_err(|_| corrupt_key(file, META_NEXT_PART, &v, "is not a part number"))?;
+                }
                 _ => {}
             }
         }
-        let with_ids = ids.len() == names.len();
-        let ids = names.into_iter().enumerate().map(|(i, n)| (n, with_ids.then(|| ids[i].clone()).filter(|id| !id.is_empty()))).collect();
-        Absorbed { ids, next_part }
+        let ids = match ids {
+            // written by an rlprobe from before file ids: names alone
+            None => vec![String::new(); names.len()],
+            Some(ids) if ids.len() == names.len() => ids,
+            Some(ids) => {
+                let problem = format!("lists {} file ids for the {} parts of `{META_COMPACTED_PARTS}`", ids.len(), names.len());
+                return Err(corrupt_key(file, META_COMPACTED_IDS, &name_list_json(&ids), &problem));
+            }
+        };
+        let ids = names.into_iter().zip(ids).map(|(n, id)| (n, Some(id).filter(|id| !id.is_empty()))).collect();
+        Ok(Absorbed { ids, next_part })
     }
 
     pub fn extend(&mut self, other: Absorbed) {
@@ -170,18 +198,18 @@ impl Absorbed {
     }
 }
 
-/// Parses the JSON array of names (or ids) we write (`["part-00000.parquet",…]`).
-pub fn parse_name_list(v: &str) -> Vec<String> {
-    let inner = v.trim().trim_start_matches('[').trim_end_matches(']');
-    if inner.trim().is_empty() {
-        return Vec::new();
-    }
-    inner.split(',').map(|s| s.trim().trim_matches('"').to_string()).collect()
+fn corrupt_key(file: &ParquetFile, key: &'static str, value: &str, problem: &str) -> Error {
+    Error::CorruptMetadata { path: file.path.clone(), key, value: value.chars().take(200).collect(), problem: problem.to_string() }
+}
+
+/// Parses the JSON array of names (or ids) we write (`["part-00000.parquet",…]`) from the
+/// footer key `key` of `file`.
+fn parse_name_list(file: &ParquetFile, key: &'static str, v: &str) -> Result<Vec<String>> {
+    serde_json::from_str(v).map_err(|e| corrupt_key(file, key, v, &format!("is not a JSON array of strings ({e})")))
 }
 
 pub fn name_list_json(names: &[String]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    format!("[{}]", quoted.join(","))
+    serde_json::Value::from(names.to_vec()).to_string()
 }
 
 /// Keeps the first file of each file id, in the given order; later copies become foreign.
@@ -206,14 +234,13 @@ pub fn drop_copies<T>(files: Vec<T>, file_of: impl Fn(&T) -> &ParquetFile, forei
     kept
 }
 
-/// The error a read of a stream with damaged files gives: the first, and how many more.
-pub fn damaged_error(damaged: &[SkippedFile]) -> Option<io::Error> {
-    let first = damaged.first()?;
-    let more = match damaged.len() {
-        1 => String::new(),
-        n => format!(" ({} more damaged file(s) in this directory)", n - 1),
-    };
-    Some(io::Error::new(io::ErrorKind::InvalidData, format!("{}{more}", first.reason)))
+/// The error a read of a stream with damaged files gives: the first's, and how many more.
+pub fn damaged_error(damaged: &[DamagedFile]) -> Option<Error> {
+    let first = damaged.first()?.error.clone();
+    Some(match damaged.len() {
+        1 => first,
+        n => Error::DamagedFiles { first: Box::new(first), more: n - 1 },
+    })
 }
 
 #[cfg(test)]
@@ -221,11 +248,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn name_lists_round_trip() {
-        let names = vec!["part-00000.parquet".to_string(), "part-00002.parquet".to_string()];
-        assert_eq!(parse_name_list(&name_list_json(&names)), names);
-        assert!(parse_name_list("[]").is_empty());
-        assert_eq!(parse_name_list(r#"["", "ab"]"#), vec!["".to_string(), "ab".to_string()]);
+    fn name_lists_are_json() {
+        let names = vec!["part-00000.parquet".to_string(), "a \"quoted\", name".to_string()];
+        assert_eq!(serde_json::from_str::<Vec<String>>(&name_list_json(&names)).unwrap(), names);
+        assert_eq!(name_list_json(&[]), "[]");
+        assert_eq!(name_list_json(&["".into(), "ab".into()]), r#"["","ab"]"#);
     }
 
     #[test]

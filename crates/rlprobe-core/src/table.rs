@@ -10,7 +10,14 @@ use arrow::array::{
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 
+use crate::error::{Error, Result};
 use crate::schema::{column_order_key, ColumnKind};
+
+/// A column read from a file that cannot be read as its kind.
+fn unreadable(detail: String, source: Option<arrow::error::ArrowError>) -> Error {
+    // the caller names the column and the file (`Table::append_batch`, `Error::in_file`)
+    Error::SchemaConflict { column: String::new(), detail, path: None, source: source.map(Arc::new) }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ColumnValues {
@@ -179,7 +186,7 @@ impl ColumnBuf {
     /// Appends an Arrow array read from any Parquet writer. Integer and float types widen
     /// to this column's kind; a column of Arrow's Null type (pyarrow writes one for a field
     /// that was never set) appends nulls.
-    pub fn append_arrow(&mut self, array: &dyn Array) -> Result<(), String> {
+    pub fn append_arrow(&mut self, array: &dyn Array) -> Result<()> {
         if array.data_type() == &DataType::Null {
             for _ in 0..array.len() {
                 self.push_null();
@@ -192,10 +199,10 @@ impl ColumnBuf {
                     DataType::List(_) => array.as_list::<i32>().clone(),
                     DataType::LargeList(_) => {
                         let cast = arrow::compute::cast(array, &ColumnBuf::data_type(ColumnKind::ListF64))
-                            .map_err(|e| e.to_string())?;
+                            .map_err(|e| unreadable("cannot be read as a list of floats".into(), Some(e)))?;
                         cast.as_list::<i32>().clone()
                     }
-                    other => return Err(format!("expected a list column, found {other}")),
+                    other => return Err(unreadable(format!("is a list column in one file and {other} in another"), None)),
                 };
                 for row in 0..list.len() {
                     if list.is_null(row) {
@@ -203,7 +210,8 @@ impl ColumnBuf {
                         continue;
                     }
                     let inner = list.value(row);
-                    let inner = arrow::compute::cast(&inner, &DataType::Float64).map_err(|e| e.to_string())?;
+                    let inner = arrow::compute::cast(&inner, &DataType::Float64)
+                        .map_err(|e| unreadable("has list items that cannot be read as floats".into(), Some(e)))?;
                     let inner = inner.as_primitive::<Float64Type>();
                     let xs: Vec<f64> = (0..inner.len())
                         .map(|i| if inner.is_null(i) { f64::NAN } else { inner.value(i) })
@@ -212,7 +220,8 @@ impl ColumnBuf {
                 }
             }
             ColumnKind::I64 => {
-                let cast = arrow::compute::cast(array, &DataType::Int64).map_err(|e| e.to_string())?;
+                let cast = arrow::compute::cast(array, &DataType::Int64)
+                    .map_err(|e| unreadable(format!("cannot be read as integers (it is {})", array.data_type()), Some(e)))?;
                 let ints = cast.as_primitive::<Int64Type>();
                 for row in 0..ints.len() {
                     if ints.is_null(row) {
@@ -227,7 +236,8 @@ impl ColumnBuf {
                 }
             }
             ColumnKind::F64 => {
-                let cast = arrow::compute::cast(array, &DataType::Float64).map_err(|e| e.to_string())?;
+                let cast = arrow::compute::cast(array, &DataType::Float64)
+                    .map_err(|e| unreadable(format!("cannot be read as floats (it is {})", array.data_type()), Some(e)))?;
                 let floats = cast.as_primitive::<Float64Type>();
                 let ColumnValues::F64(v) = &mut self.values else { unreachable!() };
                 v.reserve(floats.len());
@@ -286,7 +296,7 @@ impl Table {
     }
 
     /// Finds or adds a column, padding a new one with nulls for the rows before it.
-    pub fn column_mut(&mut self, name: &str, kind: ColumnKind) -> Result<&mut ColumnBuf, String> {
+    pub fn column_mut(&mut self, name: &str, kind: ColumnKind) -> Result<&mut ColumnBuf> {
         let i = match self.names.iter().position(|n| n == name) {
             Some(i) => {
                 let have = self.columns[i].kind();
@@ -294,11 +304,12 @@ impl Table {
                     Some(k) if k == have => {}
                     Some(k) => self.columns[i] = widen(&self.columns[i], k),
                     None => {
-                        return Err(format!(
-                            "column `{name}` is {} in one file and {} in another",
-                            have.as_str(),
-                            kind.as_str()
-                        ))
+                        return Err(Error::SchemaConflict {
+                            column: name.to_string(),
+                            detail: format!("is {} in one file and {} in another", have.as_str(), kind.as_str()),
+                            path: None,
+                            source: None,
+                        })
                     }
                 }
                 i
@@ -323,7 +334,7 @@ impl Table {
     }
 
     /// Appends a RecordBatch, unioning columns by name.
-    pub fn append_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
+    pub fn append_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         let start = self.rows;
         for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
             let kind = if field.data_type() == &DataType::Null {
@@ -340,7 +351,10 @@ impl Table {
             };
             let col = self.column_mut(field.name(), kind)?;
             col.pad_to(start);
-            col.append_arrow(array.as_ref())?;
+            col.append_arrow(array.as_ref()).map_err(|e| match e {
+                Error::SchemaConflict { detail, path, source, .. } => Error::SchemaConflict { column: field.name().clone(), detail, path, source },
+                other => other,
+            })?;
         }
         self.finish_rows(start + batch.num_rows());
         Ok(())
@@ -365,9 +379,9 @@ impl Table {
         )
     }
 
-    pub fn to_record_batch(&self) -> Result<RecordBatch, String> {
+    pub fn to_record_batch(&self) -> Result<RecordBatch> {
         let arrays: Vec<ArrayRef> = self.columns.iter().map(|c| c.to_arrow()).collect();
-        RecordBatch::try_new(Arc::new(self.schema()), arrays).map_err(|e| e.to_string())
+        RecordBatch::try_new(Arc::new(self.schema()), arrays).map_err(|e| Error::arrow("building a record batch from a table", e))
     }
 }
 

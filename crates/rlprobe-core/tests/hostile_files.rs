@@ -47,7 +47,7 @@ fn step_table(steps: std::ops::Range<i64>) -> Table {
 
 fn write_steps_file(path: &Path, steps: std::ops::Range<i64>) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
-    write_table(fs::File::create(path).unwrap(), &step_table(steps), Codec::default(), Vec::new()).unwrap();
+    write_table(fs::File::create(path).unwrap(), path, &step_table(steps), Codec::default(), Vec::new()).unwrap();
 }
 
 fn sample_batch(steps: std::ops::Range<i64>, per_step: i64) -> RecordBatch {
@@ -74,7 +74,7 @@ fn sample_batch(steps: std::ops::Range<i64>, per_step: i64) -> RecordBatch {
 
 fn write_batch_file(path: &Path, batch: &RecordBatch) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut w = arrow_writer(fs::File::create(path).unwrap(), batch.schema(), Codec::default(), Vec::new()).unwrap();
+    let mut w = arrow_writer(fs::File::create(path).unwrap(), path, batch.schema(), Codec::default(), Vec::new()).unwrap();
     w.write(batch).unwrap();
     w.into_inner().unwrap();
 }
@@ -108,7 +108,7 @@ fn steps_of(t: &Table) -> Vec<i64> {
     (0..t.rows).map(|r| c.scalar(r).unwrap() as i64).collect()
 }
 
-fn read_samples(dir: &Path) -> std::io::Result<Vec<RecordBatch>> {
+fn read_samples(dir: &Path) -> rlprobe_core::Result<Vec<RecordBatch>> {
     let mut c = SampleCursor::open(dir, SampleFilter::default(), None, 1000)?;
     let mut out = Vec::new();
     while let Some(b) = c.next_batch()? {
@@ -224,7 +224,7 @@ fn flip_bits<T: PartialEq>(
     rel: &str,
     flips: usize,
     make: impl Fn(&Path),
-    read: impl Fn(&Path) -> std::io::Result<Vec<T>>,
+    read: impl Fn(&Path) -> rlprobe_core::Result<Vec<T>>,
 ) -> (usize, usize) {
     let seed: u64 = std::env::var("RLPROBE_FLIP_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0000 + tag.len() as u64);
     eprintln!("{tag}: {flips} bit flips in {rel}, seed {seed} (replay with RLPROBE_FLIP_SEED={seed})");
@@ -268,7 +268,7 @@ fn flip_bits<T: PartialEq>(
     (identical, errors)
 }
 
-fn step_values(dir: &Path) -> std::io::Result<Vec<Vec<u64>>> {
+fn step_values(dir: &Path) -> rlprobe_core::Result<Vec<Vec<u64>>> {
     let t = read_steps(dir, None)?;
     Ok(t.names
         .iter()
@@ -279,7 +279,7 @@ fn step_values(dir: &Path) -> std::io::Result<Vec<Vec<u64>>> {
         .collect())
 }
 
-fn sample_values(dir: &Path) -> std::io::Result<Vec<String>> {
+fn sample_values(dir: &Path) -> rlprobe_core::Result<Vec<String>> {
     let mut out = Vec::new();
     for b in read_samples(dir)? {
         for i in 0..b.num_rows() {
@@ -290,7 +290,7 @@ fn sample_values(dir: &Path) -> std::io::Result<Vec<String>> {
     Ok(out)
 }
 
-fn span_values(dir: &Path) -> std::io::Result<Vec<String>> {
+fn span_values(dir: &Path) -> rlprobe_core::Result<Vec<String>> {
     let r = read_spans(dir, &SpanFilter::default())?;
     Ok((0..r.batch.num_rows()).map(|i| r.batch.columns().iter().map(|c| format!("{:?}", c.slice(i, 1))).collect::<Vec<_>>().join("|")).collect())
 }

@@ -142,8 +142,8 @@ fn part_table(steps: std::ops::Range<i64>, extra: &str) -> Table {
 fn write_part(dir: &Path, index: u64, table: &Table) {
     let parts = dir.join(STEPS_PARTS_DIR);
     fs::create_dir_all(&parts).unwrap();
-    let f = fs::File::create(parts.join(part_name(index))).unwrap();
-    write_table(f, table, Codec::default(), Vec::new()).unwrap();
+    let path = parts.join(part_name(index));
+    write_table(fs::File::create(&path).unwrap(), &path, table, Codec::default(), Vec::new()).unwrap();
 }
 
 #[test]

@@ -277,15 +277,16 @@ fn captured_trial_spans_read_beside_the_run_and_are_replaced_whole_on_recapture(
     // compaction absorbs the run's parts only; the capture keeps its own file
     compact_spans(&dir).unwrap();
     assert_eq!(read_spans(&dir, &SpanFilter::default()).unwrap().total, 13);
-    let compacted = fs::File::open(dir.join(SPANS_FILE)).unwrap();
-    assert_eq!(rlprobe_core::parquet_io::row_count(compacted).unwrap(), 10);
+    assert_eq!(rlprobe_core::parquet_io::row_count(&dir.join(SPANS_FILE)).unwrap(), 10);
     // with only unique sources the step filter runs inside the read, and still counts all rows
     let at7 = read_spans(&dir, &SpanFilter { step_min: Some(7), step_max: Some(7), ..Default::default() }).unwrap();
     assert_eq!((at7.batch.num_rows(), at7.total), (3, 13));
 
     for bad in ["", "../x", ".hidden", "a/b", "a b"] {
         let e = write_capture_spans(&dir, bad, &encode_spans(&trial)).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{bad:?}");
+        // the caller's mistake, not an io failure
+        assert_eq!(e.code(), rlprobe_core::Code::Invalid, "{bad:?}");
+        assert!(e.to_string().starts_with(&format!("invalid capture key {bad:?}")), "{e}");
     }
     assert!(!dir.join("x").exists());
 }

@@ -121,7 +121,7 @@ fn a_second_recorder_on_the_directory_is_refused_until_the_first_closes() {
     let dir = tempdir("one-writer");
     let mut first = Recorder::open(opts(&dir, 10)).unwrap();
     let err = Recorder::open(opts(&dir, 10)).err().expect("a second writer is refused");
-    assert_eq!(err.kind(), std::io::ErrorKind::ResourceBusy);
+    assert_eq!(err.code(), rlprobe_core::Code::Locked);
     let msg = err.to_string();
     assert!(msg.contains(&dir.display().to_string()) && msg.contains(&format!("pid {}", std::process::id())), "{msg}");
     for s in 0..10 {

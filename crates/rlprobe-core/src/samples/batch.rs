@@ -12,6 +12,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema};
 
 use super::wire::SampleRow;
+use crate::error::{Error, Result};
 use crate::schema::{EXTRA_PREFIX, REWARD_COMPONENT_PREFIX};
 
 /// The fixed SampleRecord columns, in the Python package's order.
@@ -85,14 +86,14 @@ impl SampleBatch {
     }
 
     /// Empties the buffer into an Arrow batch.
-    pub fn take(&mut self) -> Result<RecordBatch, String> {
+    pub fn take(&mut self) -> Result<RecordBatch> {
         let rows = std::mem::take(&mut self.rows);
         self.bytes = 0;
         to_record_batch(&rows)
     }
 }
 
-pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch, String> {
+pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch> {
     let n = rows.len();
     let ints = |f: &dyn Fn(&SampleRow) -> Option<i64>| -> ArrayRef {
         let mut b = Int64Builder::with_capacity(n);
@@ -148,7 +149,7 @@ pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch, String> {
             "capture_reason" => texts(&|r| r.capture_reason.as_deref()),
             "span_id" => texts(&|r| r.span_id.as_deref()),
             "labels" => texts(&|r| r.labels.as_deref()),
-            other => return Err(format!("no builder for sample column {other}")),
+            other => return Err(Error::Internal { what: format!("no builder for sample column {other}") }),
         };
         fields.push(Field::new(name, ty.data_type(), true));
         arrays.push(array);
@@ -169,7 +170,7 @@ pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch, String> {
             fields.push(Field::new(format!("{prefix}{name}"), DataType::Float64, true));
         }
     }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| e.to_string())
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| Error::arrow("building a batch of samples", e))
 }
 
 #[cfg(test)]

@@ -18,11 +18,12 @@ use super::files::{open_sample_sources, samples_dir, SampleFile};
 use super::schema::union_sample_schema;
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
 use crate::compact::{conform, lock_run, CompactReport};
+use crate::error::{Error, IoContext, Result};
 use crate::layout::{
     shard_name, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS, META_NEXT_PART,
     SAMPLE_SHARD_ROWS,
 };
-use crate::parquet_io::{arrow_writer, to_io, ParquetWriter};
+use crate::parquet_io::{arrow_writer, ParquetWriter};
 use crate::props::Codec;
 use crate::steps_files::PartRef;
 use crate::stream_files::name_list_json;
@@ -34,7 +35,7 @@ const READ_BATCH_ROWS: usize = 256;
 
 /// Merges the run's sample parts into new shards. Idempotent; safe while a recorder still
 /// writes parts (they go into the next compaction).
-pub fn compact_samples(run_dir: &Path) -> io::Result<CompactReport> {
+pub fn compact_samples(run_dir: &Path) -> Result<CompactReport> {
     let dir = samples_dir(run_dir);
     let mut report = CompactReport::default();
     if !dir.is_dir() {
@@ -74,18 +75,19 @@ pub fn compact_samples(run_dir: &Path) -> io::Result<CompactReport> {
         let mut stream = BatchStream::new(&parts, schema.clone());
         for s in 0..shards {
             let name = shard_name(sources.next_shard + s);
-            let rows = publish(&dir, &name, |file| {
-                let mut w = arrow_writer(file, schema.clone(), Codec::default(), metadata.clone())?;
+            let rows = publish(&dir, &name, |file, tmp| {
+                let mut w = arrow_writer(file, tmp, schema.clone(), Codec::default(), metadata.clone())?;
                 let rows = fill_shard(&mut w, &mut stream, SAMPLE_SHARD_ROWS)?;
                 // checked before the last shard completes the group: rows the footers did not
                 // count (impossible for published files) must not end up in absorbed parts
                 if s + 1 == shards && stream.next(1)?.is_some() {
-                    return Err(io::Error::other("sample parts hold more rows than their footers say"));
+                    return Err(Error::Internal { what: format!("compacting {}: the sample parts hold more rows than their footers say", dir.display()) });
                 }
-                Ok((rows, w.into_inner().map_err(to_io)?))
+                Ok((rows, w.into_inner()?))
             })?;
             report.rows += rows as u64;
-            report.bytes += fs::metadata(dir.join(&name))?.len();
+            let shard = dir.join(&name);
+            report.bytes += fs::metadata(&shard).at("reading the metadata of", &shard)?.len();
         }
         report.parts_merged = parts.len();
     }
@@ -97,21 +99,21 @@ pub fn compact_samples(run_dir: &Path) -> io::Result<CompactReport> {
     Ok(report)
 }
 
-fn remove_if_present(path: &Path) -> io::Result<()> {
+fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("removing", path, e)),
         _ => Ok(()),
     }
 }
 
-fn fill_shard(w: &mut ParquetWriter<fs::File>, stream: &mut BatchStream, rows: usize) -> io::Result<usize> {
+fn fill_shard(w: &mut ParquetWriter<fs::File>, stream: &mut BatchStream, rows: usize) -> Result<usize> {
     let mut written = 0;
     while written < rows {
         let Some(batch) = stream.next(rows - written)? else { break };
         written += batch.num_rows();
-        w.write(&batch).map_err(to_io)?;
+        w.write(&batch)?;
         if w.in_progress_size() >= ROW_GROUP_BYTES {
-            w.flush().map_err(to_io)?;
+            w.flush()?;
         }
     }
     Ok(written)
@@ -131,7 +133,7 @@ impl<'a> BatchStream<'a> {
     }
 
     /// The next batch of at most `max` rows, or None at the end.
-    fn next(&mut self, max: usize) -> io::Result<Option<RecordBatch>> {
+    fn next(&mut self, max: usize) -> Result<Option<RecordBatch>> {
         loop {
             if let Some(b) = self.pending.take() {
                 if b.num_rows() > max {
@@ -145,7 +147,7 @@ impl<'a> BatchStream<'a> {
                     Some(b) => {
                         let b = b.map_err(|e| part.file.damaged(e))?;
                         if b.num_rows() > 0 {
-                            self.pending = Some(conform(&b, &self.schema)?);
+                            self.pending = Some(conform(&b, &self.schema, &part.file.path)?);
                         }
                         continue;
                     }

@@ -3,8 +3,8 @@
 //! Row groups whose `step` statistics miss the requested range are skipped unread.
 
 use std::collections::VecDeque;
-use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
@@ -14,7 +14,13 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use super::files::{open_sample_sources, SampleFile};
-use crate::parquet_io::{column_indices, to_io};
+use crate::error::{Error, Result};
+use crate::parquet_io::column_indices;
+
+/// A filter column of `path` whose values cannot be read as the filter needs them.
+fn unfilterable(path: &Path, name: &str, to: &DataType, e: arrow::error::ArrowError) -> Error {
+    Error::SchemaConflict { column: name.to_string(), detail: format!("cannot be read as {to} to filter on it"), path: Some(path.to_path_buf()), source: Some(Arc::new(e)) }
+}
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SampleFilter {
@@ -104,7 +110,7 @@ impl SampleFilter {
 pub struct SampleCursor {
     files: VecDeque<SampleFile>,
     /// The file being read, and its reader (errors name the file).
-    reader: Option<(std::path::PathBuf, ParquetRecordBatchReader)>,
+    reader: Option<(SampleFile, ParquetRecordBatchReader)>,
     filter: SampleFilter,
     columns: Option<Vec<String>>,
     batch_rows: usize,
@@ -115,7 +121,7 @@ pub struct SampleCursor {
 impl SampleCursor {
     /// Opens every sample file of `run_dir` (not its rank sub-directories) for reading.
     /// `columns` restricts the output columns (None: all).
-    pub fn open(run_dir: &Path, filter: SampleFilter, columns: Option<Vec<String>>, batch_rows: usize) -> io::Result<Self> {
+    pub fn open(run_dir: &Path, filter: SampleFilter, columns: Option<Vec<String>>, batch_rows: usize) -> Result<Self> {
         let sources = open_sample_sources(run_dir)?;
         sources.require_readable()?;
         Ok(SampleCursor {
@@ -129,13 +135,14 @@ impl SampleCursor {
     }
 
     /// The next non-empty batch of matching samples, or None when done.
-    pub fn next_batch(&mut self) -> io::Result<Option<RecordBatch>> {
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if let Some((path, r)) = &mut self.reader {
+            if let Some((f, r)) = &mut self.reader {
                 match r.next() {
                     Some(b) => {
-                        let b = b.map_err(|e| crate::checksums::damaged(path, e))?;
-                        let b = self.apply(b)?;
+                        let b = b.map_err(|e| f.file.damaged(e))?;
+                        let path = f.file.path.clone();
+                        let b = self.apply(b, &path)?;
                         if b.num_rows() > 0 {
                             return Ok(Some(b));
                         }
@@ -145,11 +152,11 @@ impl SampleCursor {
                 }
             }
             let Some(f) = self.files.pop_front() else { return Ok(None) };
-            self.reader = self.open_file(&f)?.map(|r| (f.file.path.clone(), r));
+            self.reader = self.open_file(&f)?.map(|r| (f, r));
         }
     }
 
-    fn open_file(&mut self, f: &SampleFile) -> io::Result<Option<ParquetRecordBatchReader>> {
+    fn open_file(&mut self, f: &SampleFile) -> Result<Option<ParquetRecordBatchReader>> {
         let b = f.file.reader(self.batch_rows)?;
         let meta = b.metadata().clone();
         let parquet_schema = b.parquet_schema();
@@ -171,29 +178,30 @@ impl SampleCursor {
         Ok(Some(b.build().map_err(|e| f.file.damaged(e))?))
     }
 
-    /// Filters rows, then drops columns only the filter needed.
-    fn apply(&self, batch: RecordBatch) -> io::Result<RecordBatch> {
+    /// Filters rows of the file at `path`, then drops columns only the filter needed.
+    fn apply(&self, batch: RecordBatch, path: &Path) -> Result<RecordBatch> {
         let mut batch = batch;
         if self.filter.filters_rows() {
-            let mask = self.row_mask(&batch)?;
-            batch = arrow::compute::filter_record_batch(&batch, &mask).map_err(to_io)?;
+            let mask = self.row_mask(&batch, path)?;
+            batch = arrow::compute::filter_record_batch(&batch, &mask).map_err(|e| Error::arrow("filtering samples", e))?;
         }
         if let Some(cols) = &self.columns {
             let keep = column_indices(&batch.schema(), |n| cols.iter().any(|c| c == n));
-            batch = batch.project(&keep).map_err(to_io)?;
+            batch = batch.project(&keep).map_err(|e| Error::arrow("selecting sample columns", e))?;
         }
         Ok(batch)
     }
 
-    fn row_mask(&self, batch: &RecordBatch) -> io::Result<BooleanArray> {
+    fn row_mask(&self, batch: &RecordBatch, path: &Path) -> Result<BooleanArray> {
         let n = batch.num_rows();
         let mut keep = vec![true; n];
         let f = &self.filter;
+        let cast = |a: &arrow::array::ArrayRef, name: &str, to: &DataType| arrow::compute::cast(a, to).map_err(|e| unfilterable(path, name, to, e));
         if f.step_min.is_some() || f.step_max.is_some() || f.steps.is_some() {
             match batch.column_by_name("step").filter(|a| a.data_type() != &DataType::Null) {
                 None => keep.fill(false),
                 Some(a) => {
-                    let a = arrow::compute::cast(a, &DataType::Int64).map_err(to_io)?;
+                    let a = cast(a, "step", &DataType::Int64)?;
                     let a = a.as_primitive::<Int64Type>();
                     for (i, k) in keep.iter_mut().enumerate() {
                         *k &= a.is_valid(i) && f.step_in(a.value(i));
@@ -201,11 +209,11 @@ impl SampleCursor {
                 }
             }
         }
-        let mut text_filter = |name: &str, accept: &dyn Fn(&str) -> bool| -> io::Result<()> {
+        let mut text_filter = |name: &str, accept: &dyn Fn(&str) -> bool| -> Result<()> {
             match batch.column_by_name(name).filter(|a| a.data_type() != &DataType::Null) {
                 None => keep.fill(false),
                 Some(a) => {
-                    let a = arrow::compute::cast(a, &DataType::Utf8).map_err(to_io)?;
+                    let a = cast(a, name, &DataType::Utf8)?;
                     let a = a.as_string::<i32>();
                     for (i, k) in keep.iter_mut().enumerate() {
                         *k &= a.is_valid(i) && accept(a.value(i));
@@ -227,7 +235,7 @@ impl SampleCursor {
             match batch.column_by_name("reward_total").filter(|a| a.data_type() != &DataType::Null) {
                 None => keep.fill(false),
                 Some(a) => {
-                    let a = arrow::compute::cast(a, &DataType::Float64).map_err(to_io)?;
+                    let a = cast(a, "reward_total", &DataType::Float64)?;
                     let a = a.as_primitive::<Float64Type>();
                     for (i, k) in keep.iter_mut().enumerate() {
                         let r = a.value(i);
@@ -240,7 +248,7 @@ impl SampleCursor {
             match batch.column_by_name("truncated").filter(|a| a.data_type() != &DataType::Null) {
                 None => keep.fill(false),
                 Some(a) => {
-                    let a = arrow::compute::cast(a, &DataType::Boolean).map_err(to_io)?;
+                    let a = cast(a, "truncated", &DataType::Boolean)?;
                     let a = a.as_boolean();
                     for (i, k) in keep.iter_mut().enumerate() {
                         *k &= a.is_valid(i) && a.value(i) == want;
@@ -253,7 +261,7 @@ impl SampleCursor {
             let mut hit = vec![false; n];
             for name in ["prompt_text", "completion_text"] {
                 let Some(a) = batch.column_by_name(name).filter(|a| a.data_type() != &DataType::Null) else { continue };
-                let a = arrow::compute::cast(a, &DataType::Utf8).map_err(to_io)?;
+                let a = cast(a, name, &DataType::Utf8)?;
                 let a = a.as_string::<i32>();
                 for (i, h) in hit.iter_mut().enumerate() {
                     // only rows still in the running are searched: texts can be 100 KB

@@ -11,13 +11,13 @@
 //! listed (stream_files.rs); a damaged part fails the read naming it.
 
 use std::collections::{HashMap, HashSet};
-use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::layout::{META_COMPACTION, META_COMPACTION_SHARDS, SAMPLES_DIR};
 use crate::parquet_io::ParquetFile;
 use crate::steps_files::PartRef;
-use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, SkippedFile, Stream};
+use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream};
 
 pub struct SampleFile {
     pub file: ParquetFile,
@@ -43,13 +43,13 @@ pub struct SampleSources {
     /// Files skipped as not the recorder's (listed so readers can show them).
     pub foreign: Vec<SkippedFile>,
     /// Parts that cannot be read: reads fail on them.
-    pub damaged: Vec<SkippedFile>,
+    pub damaged: Vec<DamagedFile>,
 }
 
 impl SampleSources {
     /// Fails, naming the file, when a part is damaged: reading around it would silently
     /// lose its samples.
-    pub fn require_readable(&self) -> io::Result<()> {
+    pub fn require_readable(&self) -> Result<()> {
         damaged_error(&self.damaged).map_or(Ok(()), Err)
     }
 }
@@ -109,12 +109,30 @@ fn file_name(path: &Path) -> String {
     path.file_name().unwrap_or_default().to_string_lossy().to_string()
 }
 
+/// The compaction a shard of ours belongs to: its id and shard count. None for a shard
+/// without the keys (the Python package's: always read). A count that is not a number is an
+/// error naming the shard: taken for none, an unfinished compaction's shard would be read
+/// beside the parts it holds (every sample twice).
+fn compaction_of(file: &ParquetFile) -> Result<Option<(String, u64)>> {
+    let Some(id) = file.key_value(META_COMPACTION) else { return Ok(None) };
+    let count = file.key_value(META_COMPACTION_SHARDS).unwrap_or_default();
+    match count.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Some((id, n))),
+        _ => Err(Error::CorruptMetadata {
+            path: file.path.clone(),
+            key: META_COMPACTION_SHARDS,
+            value: count,
+            problem: "is not the number of shards its compaction wrote".into(),
+        }),
+    }
+}
+
 /// Opens the sample files of `run_dir` (retrying if a compaction moves them meanwhile).
-pub fn open_sample_sources(run_dir: &Path) -> io::Result<SampleSources> {
+pub fn open_sample_sources(run_dir: &Path) -> Result<SampleSources> {
     crate::atomic::retry_while_files_move(|| try_open(run_dir))
 }
 
-fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
+fn try_open(run_dir: &Path) -> Result<SampleSources> {
     let dir = samples_dir(run_dir);
     // Parts before shards: a compaction finishing in between then lists these parts as
     // absorbed (skipped, its shards read). Shards first would miss both: the old listing
@@ -134,10 +152,9 @@ fn try_open(run_dir: &Path) -> io::Result<SampleSources> {
             out.foreign.push(SkippedFile { path, reason });
             continue;
         }
-        let id = file.key_value(META_COMPACTION);
-        let count = file.key_value(META_COMPACTION_SHARDS).and_then(|v| v.trim().parse::<u64>().ok());
-        let absorbed = Absorbed::of(&file);
-        shards.push(ShardInfo { index, file, compaction: id.zip(count), absorbed });
+        let compaction = compaction_of(&file)?;
+        let absorbed = Absorbed::of(&file)?;
+        shards.push(ShardInfo { index, file, compaction, absorbed });
     }
     let mut seen = HashMap::new();
     let shards = drop_copies(shards, |s| &s.file, &mut out.foreign, &mut seen);

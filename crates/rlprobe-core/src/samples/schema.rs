@@ -2,12 +2,12 @@
 //! Arrow `null` column for a field never set), or an older or newer rlprobe.
 
 use std::collections::HashMap;
-use std::io;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::batch::SAMPLE_COLUMNS;
+use crate::error::{Error, Result};
 
 fn is_number(dt: &DataType) -> bool {
     dt.is_integer() || dt.is_floating()
@@ -28,7 +28,7 @@ fn unify(a: &DataType, b: &DataType) -> Option<DataType> {
 /// The union of sample schemas, fixed columns first in the format's order, then the rest by
 /// name. A fixed column never seen with a type gets its format type; an unknown column
 /// whose types disagree across files is an error.
-pub fn union_sample_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
+pub fn union_sample_schema(schemas: &[SchemaRef]) -> Result<SchemaRef> {
     let mut types: HashMap<String, DataType> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     for s in schemas {
@@ -39,12 +39,11 @@ pub fn union_sample_schema(schemas: &[SchemaRef]) -> io::Result<SchemaRef> {
                     order.push(f.name().clone());
                 }
                 Some(have) => {
-                    let t = unify(have, f.data_type()).ok_or_else(|| {
-                        io::Error::other(format!(
-                            "sample column `{}` is {have} in one file and {} in another",
-                            f.name(),
-                            f.data_type()
-                        ))
+                    let t = unify(have, f.data_type()).ok_or_else(|| Error::SchemaConflict {
+                        column: f.name().clone(),
+                        detail: format!("of the samples is {have} in one file and {} in another", f.data_type()),
+                        path: None,
+                        source: None,
                     })?;
                     types.insert(f.name().clone(), t);
                 }

@@ -372,12 +372,12 @@ fn build_row(
 /// A sample's labels as the JSON object text stored in the `labels` column: the recorder
 /// sends the text it built; a caller may give an object of strings, numbers or booleans.
 fn labels_json(v: &Value) -> Result<Option<String>, &'static str> {
-    use crate::events::json_string;
     match v {
         Value::Null => Ok(None),
         Value::Str(s) if s.starts_with('{') && s.ends_with('}') => Ok(Some(s.to_string())),
         Value::Object(entries) => {
-            let mut members = Vec::with_capacity(entries.len());
+            // every value as a string, in the caller's key order (as JSON.stringify writes it)
+            let mut members = serde_json::Map::with_capacity(entries.len());
             for (k, x) in entries {
                 let text = match x {
                     Value::Str(s) => s.to_string(),
@@ -386,9 +386,9 @@ fn labels_json(v: &Value) -> Result<Option<String>, &'static str> {
                     Value::Null => continue,
                     _ => return Err("expected label values that are strings, numbers or booleans"),
                 };
-                members.push(format!("{}:{}", json_string(k), json_string(&text)));
+                members.insert(k.to_string(), serde_json::Value::String(text));
             }
-            Ok(Some(format!("{{{}}}", members.join(","))))
+            Ok(Some(serde_json::Value::Object(members).to_string()))
         }
         _ => Err("expected an object of labels"),
     }

@@ -8,6 +8,7 @@ use arrow::array::{ArrayRef, Float64Builder, Int64Builder, RecordBatch, StringBu
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use super::wire::{SpanRow, SpanView};
+use crate::error::{Error, Result};
 
 /// The span columns, in order. `duration_s` is `end_time - start_time` (null while open),
 /// stored so any Parquet tool can sort by it without arithmetic.
@@ -103,7 +104,7 @@ impl SpanBuilders {
     }
 
     /// Empties the builders into one batch with the span columns.
-    pub fn finish(&mut self) -> Result<RecordBatch, String> {
+    pub fn finish(&mut self) -> Result<RecordBatch> {
         let mut text: Vec<Option<ArrayRef>> = self.texts.iter_mut().map(|b| Some(Arc::new(b.finish()) as ArrayRef)).collect();
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(SPAN_COLUMNS.len());
         for (name, _) in SPAN_COLUMNS {
@@ -114,19 +115,20 @@ impl SpanBuilders {
                 "duration_s" => Arc::new(self.duration.finish()),
                 "rank" => Arc::new(self.rank.finish()),
                 other => {
-                    let i = TEXT_COLUMNS.iter().position(|c| *c == other).ok_or_else(|| format!("no builder for span column {other}"))?;
-                    text[i].take().ok_or_else(|| format!("span column {other} listed twice"))?
+                    let broken = |what: &str| Error::Internal { what: format!("span column {other}: {what}") };
+                    let i = TEXT_COLUMNS.iter().position(|c| *c == other).ok_or_else(|| broken("no builder"))?;
+                    text[i].take().ok_or_else(|| broken("listed twice"))?
                 }
             });
         }
         self.rows = 0;
         self.bytes = 0;
-        RecordBatch::try_new(span_schema(), arrays).map_err(|e| e.to_string())
+        RecordBatch::try_new(span_schema(), arrays).map_err(|e| Error::arrow("building a batch of spans", e))
     }
 }
 
 /// Owned rows → one batch (tests, and anything holding `SpanRow`s).
-pub fn to_record_batch(rows: &[SpanRow]) -> Result<RecordBatch, String> {
+pub fn to_record_batch(rows: &[SpanRow]) -> Result<RecordBatch> {
     let mut b = SpanBuilders::default();
     for r in rows {
         b.append(&r.view(), r.rank);
@@ -134,8 +136,8 @@ pub fn to_record_batch(rows: &[SpanRow]) -> Result<RecordBatch, String> {
     b.finish()
 }
 
-/// Reshapes a batch read from a span file to the span columns: a missing column becomes
-/// nulls (an older writer), an unknown one is left out, a castable type is cast.
-pub fn conform_spans(batch: &RecordBatch) -> Result<RecordBatch, String> {
-    crate::compact::conform(batch, &span_schema()).map_err(|e| format!("a span column cannot be read: {e}"))
+/// Reshapes a batch read from the span file at `path` to the span columns: a missing column
+/// becomes nulls (an older writer), an unknown one is left out, a castable type is cast.
+pub fn conform_spans(batch: &RecordBatch, path: &std::path::Path) -> Result<RecordBatch> {
+    crate::compact::conform(batch, &span_schema(), path)
 }

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use super::batch::to_record_batch;
 use super::wire::decode_spans;
 use crate::atomic::publish;
+use crate::error::{Error, IoContext, Result};
 use crate::layout::{CAPTURE_MANIFEST_FILE, CAPTURE_SPANS_FILE, TRIALS_DIR};
-use crate::parquet_io::{arrow_writer, to_io, ParquetFile};
+use crate::parquet_io::{arrow_writer, ParquetFile};
 use crate::props::Codec;
 use crate::steps_files::TableSource;
 
@@ -29,21 +30,23 @@ pub fn valid_capture_key(key: &str) -> bool {
 /// Replaces the span file of capture `key` with the spans in `wire` (the recorder's wire
 /// form). Returns how many spans it holds. Published atomically: a reader sees the old
 /// file or the new one.
-pub fn write_capture_spans(run_dir: &Path, key: &str, wire: &[u8]) -> io::Result<usize> {
+pub fn write_capture_spans(run_dir: &Path, key: &str, wire: &[u8]) -> Result<usize> {
     if !valid_capture_key(key) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid capture key {key:?}")));
+        return Err(Error::InvalidCaptureKey { key: key.to_string() });
     }
-    let (rows, bad) = decode_spans(wire, 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let what = || format!("the spans of capture {key}");
+    let (rows, bad) = decode_spans(wire, 0).map_err(|reason| Error::MalformedInput { what: what(), reason })?;
     if let Some(b) = bad.first() {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} of the capture's spans are malformed: {}", bad.len(), b.reason)));
+        let reason = format!("{} of them are malformed (span {}: `{}` {})", bad.len(), b.span_id, b.field, b.reason);
+        return Err(Error::MalformedInput { what: what(), reason });
     }
-    let batch = to_record_batch(&rows).map_err(io::Error::other)?;
+    let batch = to_record_batch(&rows)?;
     let dir = run_dir.join(TRIALS_DIR).join(key);
-    fs::create_dir_all(&dir)?;
-    publish(&dir, CAPTURE_SPANS_FILE, |file| {
-        let mut w = arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
-        w.write(&batch).map_err(to_io)?;
-        Ok(((), w.into_inner().map_err(to_io)?))
+    fs::create_dir_all(&dir).at("creating the capture directory", &dir)?;
+    publish(&dir, CAPTURE_SPANS_FILE, |file, tmp| {
+        let mut w = arrow_writer(file, tmp, batch.schema(), Codec::default(), Vec::new())?;
+        w.write(&batch)?;
+        Ok(((), w.into_inner()?))
     })?;
     Ok(rows.len())
 }
@@ -51,15 +54,16 @@ pub fn write_capture_spans(run_dir: &Path, key: &str, wire: &[u8]) -> io::Result
 /// The span files of every finished capture in the run (one with its manifest), by capture
 /// key. An unfinished capture — being written, or interrupted — is not read: its spans may
 /// belong to files not yet delivered, and the trial readers skip it too.
-pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let entries = match fs::read_dir(run_dir.join(TRIALS_DIR)) {
+pub fn capture_span_paths(run_dir: &Path) -> Result<Vec<PathBuf>> {
+    let trials = run_dir.join(TRIALS_DIR);
+    let entries = match fs::read_dir(&trials) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+        Err(e) => return Err(Error::io("listing", trials, e)),
     };
     let mut paths = Vec::new();
     for entry in entries {
-        let entry = entry?;
+        let entry = entry.at("listing", &trials)?;
         let name = entry.file_name().to_string_lossy().to_string();
         if !valid_capture_key(&name) {
             continue;
@@ -77,10 +81,10 @@ pub fn capture_span_paths(run_dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// Opens one capture span file as a source beside the run's own span files: `None` when it
 /// was removed since the listing (a recapture or a delivery replacing it).
-pub(super) fn open_capture_source(path: PathBuf) -> io::Result<Option<TableSource>> {
+pub(super) fn open_capture_source(path: PathBuf) -> Result<Option<TableSource>> {
     match ParquetFile::open(&path) {
         Ok(file) => Ok(Some(TableSource { file, compacted: true })),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e),
     }
 }

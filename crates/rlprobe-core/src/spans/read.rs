@@ -4,7 +4,6 @@
 //! rows are already unique and sorted by step, so a step filter skips row groups unread.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io;
 use std::path::Path;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
@@ -16,9 +15,10 @@ use parquet::file::statistics::Statistics;
 
 use super::batch::{conform_spans, span_schema};
 use super::capture_file::{capture_span_paths, open_capture_source};
+use crate::error::{Error, Result};
 use crate::events::json_string;
 use crate::layout::{SPANS_DIR, SPANS_FILE};
-use crate::parquet_io::{column_indices, to_io};
+use crate::parquet_io::column_indices;
 use crate::steps_files::{open_compacted_sources, TableSource, TableSources};
 use crate::stream_files::Stream;
 
@@ -97,7 +97,7 @@ pub struct SpanRead {
     pub matched: usize,
 }
 
-pub fn open_sources(run_dir: &Path) -> io::Result<TableSources> {
+pub fn open_sources(run_dir: &Path) -> Result<TableSources> {
     open_compacted_sources(run_dir, SPANS_FILE, SPANS_DIR, Stream::Spans)
 }
 
@@ -125,7 +125,7 @@ pub(super) struct Loaded {
 /// columns first, so the remaining columns are decoded only for the rows that match (a
 /// tree, an id or a label among 1,000,000 spans). The fourth value is the rows all sources
 /// hold, from their footers.
-pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>, captures: Captures) -> io::Result<Loaded> {
+pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>, captures: Captures) -> Result<Loaded> {
     let sources = open_sources(run_dir)?;
     sources.require_readable()?;
     let sources = sources.sources;
@@ -135,7 +135,7 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
     let mut batches = Vec::new();
     let mut complete = true;
     let mut footer_rows = 0usize;
-    let mut read_source = |s: &TableSource| -> io::Result<()> {
+    let mut read_source = |s: &TableSource| -> Result<()> {
         let mut b = s.file.reader(65_536)?;
         footer_rows += b.metadata().file_metadata().num_rows() as usize;
         if unique {
@@ -167,7 +167,7 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
         }
         for batch in b.build().map_err(|e| s.file.damaged(e))? {
             let batch = batch.map_err(|e| s.file.damaged(e))?;
-            batches.push(conform_spans(&batch).map_err(|e| io::Error::other(format!("{}: {e}", s.path().display())))?);
+            batches.push(conform_spans(&batch, s.path())?);
         }
         Ok(())
     };
@@ -241,7 +241,7 @@ fn row_matches(b: &RecordBatch, i: usize, f: &SpanFilter, label_patterns: &[Stri
 }
 
 /// The run's spans matching `filter`, each at its last write, sorted by start time.
-pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> io::Result<SpanRead> {
+pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> Result<SpanRead> {
     let Loaded { batches, unique, complete, footer_rows } = load(run_dir, filter, None, Captures::Include)?;
     let keep = if unique { None } else { Some(last_writes(&batches)) };
     let label_patterns = label_patterns(filter);
@@ -255,7 +255,7 @@ pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> io::Result<SpanRead> {
                 Some(last && row_matches(b, i, filter, &label_patterns))
             })
             .collect();
-        let kept = arrow::compute::filter_record_batch(b, &mask).map_err(to_io)?;
+        let kept = arrow::compute::filter_record_batch(b, &mask).map_err(|e| Error::arrow("filtering spans", e))?;
         if kept.num_rows() > 0 {
             parts.push(kept);
         }
@@ -264,12 +264,12 @@ pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> io::Result<SpanRead> {
         // skipped row groups still count towards the run's total (from the footers)
         total = footer_rows;
     }
-    let all = arrow::compute::concat_batches(&span_schema(), &parts).map_err(to_io)?;
+    let all = arrow::compute::concat_batches(&span_schema(), &parts).map_err(|e| Error::arrow("joining spans", e))?;
     let matched = all.num_rows();
     // earliest first; ties (same clock reading) keep write order
     let starts = all.column_by_name("start_time").unwrap().clone();
-    let order = arrow::compute::sort_to_indices(&starts, None, filter.limit).map_err(to_io)?;
-    let batch = arrow::compute::take_record_batch(&all, &order).map_err(to_io)?;
+    let order = arrow::compute::sort_to_indices(&starts, None, filter.limit).map_err(|e| Error::arrow("sorting spans", e))?;
+    let batch = arrow::compute::take_record_batch(&all, &order).map_err(|e| Error::arrow("sorting spans", e))?;
     Ok(SpanRead { batch, total, matched })
 }
 
@@ -283,7 +283,7 @@ pub struct KindCount {
 }
 
 /// Counts per kind (each span once, at its last write), kinds sorted by name.
-pub fn span_counts(run_dir: &Path) -> io::Result<Vec<KindCount>> {
+pub fn span_counts(run_dir: &Path) -> Result<Vec<KindCount>> {
     let Loaded { batches, unique, .. } = load(run_dir, &SpanFilter::default(), Some(&["span_id", "kind", "status"]), Captures::Include)?;
     let keep = if unique { None } else { Some(last_writes(&batches)) };
     let mut counts: BTreeMap<String, KindCount> = BTreeMap::new();

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::events::{json_string, now_unix_seconds};
+use crate::events::now_unix_seconds;
 
 /// At most one stderr line per this long; the lines held back are counted in the next.
 const STDERR_EVERY: Duration = Duration::from_secs(10);
@@ -41,7 +41,7 @@ pub struct Outage {
 
 impl Outage {
     /// The `recorder_error` event's message and data.
-    pub fn describe(&self) -> (String, String) {
+    pub fn describe(&self) -> (String, serde_json::Value) {
         let l = &self.lost;
         let message = format!(
             "writing failed {} time{} over {:.1} s ({}): {} steps, {} samples, {} spans and {} events lost; writing works again",
@@ -54,18 +54,14 @@ impl Outage {
             l.spans,
             l.events
         );
-        let data = format!(
-            "{{\"failures\":{},\"since\":{},\"until\":{},\"first_error\":{},\"last_error\":{},\"lost\":{{\"steps\":{},\"samples\":{},\"spans\":{},\"events\":{}}}}}",
-            self.failures,
-            self.since,
-            self.until,
-            json_string(&self.first_error),
-            json_string(&self.last_error),
-            l.steps,
-            l.samples,
-            l.spans,
-            l.events
-        );
+        let data = serde_json::json!({
+            "failures": self.failures,
+            "since": self.since,
+            "until": self.until,
+            "first_error": self.first_error,
+            "last_error": self.last_error,
+            "lost": { "steps": l.steps, "samples": l.samples, "spans": l.spans, "events": l.events },
+        });
         (message, data)
     }
 }
@@ -160,7 +156,8 @@ mod tests {
         assert_eq!(o.first_error, "disk full");
         let (message, data) = o.describe();
         assert!(message.contains("200 steps, 3 samples"), "{message}");
-        assert!(data.contains("\"lost\":{\"steps\":200,\"samples\":3"), "{data}");
+        assert_eq!(data["lost"], serde_json::json!({ "steps": 200, "samples": 3, "spans": 0, "events": 0 }), "{data}");
+        assert_eq!((data["failures"].as_u64(), data["first_error"].as_str()), (Some(2), Some("disk full")), "{data}");
         h.failed("/r", "later", Lost { steps: 1, ..Lost::default() });
         h.restore(o);
         assert!(h.take_outage().is_none(), "a new failure: wait for a part again");

@@ -5,9 +5,10 @@
 //! by the next recorder with no clean-up and no staleness guess.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, IoContext, Result};
 use crate::layout::WRITER_LOCK_FILE;
 
 /// Held for the writer's life; dropping it releases the directory.
@@ -37,27 +38,19 @@ fn host_name() -> String {
         .unwrap_or_else(|| "unknown host".into())
 }
 
-/// Takes `<run_dir>/.writer.lock` without waiting. Refused (`ResourceBusy`) while another
+/// Takes `<run_dir>/.writer.lock` without waiting. Refused (`Error::Locked`) while another
 /// recorder — in this process or any other on a host sharing the lock — writes `run_dir`;
 /// the message names the directory and the holder.
-pub fn lock_run_for_writing(run_dir: &Path) -> io::Result<WriterLock> {
+pub fn lock_run_for_writing(run_dir: &Path) -> Result<WriterLock> {
     let path: PathBuf = run_dir.join(WRITER_LOCK_FILE);
-    let mut file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path)?;
+    let mut file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).at("opening the writer lock", &path)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let holder = holder_of(&mut file);
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                format!(
-                    "{} is already being recorded by {holder}; two recorders on one directory would overwrite each other's part files. \
-                     Give each process its own directory (set RANK, or pass `rank`), or close the other recorder first (lock: {})",
-                    run_dir.display(),
-                    path.display()
-                ),
-            ));
+            return Err(Error::Locked { run_dir: run_dir.to_path_buf(), holder, lock_file: path });
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("taking the writer lock", path, e)),
     }
     // who holds it, for the message a refused recorder shows (not needed for correctness)
     let who = format!("pid {} on {} since {:.3}", std::process::id(), host_name(), crate::events::now_unix_seconds());
@@ -67,9 +60,9 @@ pub fn lock_run_for_writing(run_dir: &Path) -> io::Result<WriterLock> {
 
 /// A filesystem that has no advisory locks (some network filesystems answer ENOLCK or
 /// "unsupported"): recording goes on unguarded, and the caller says so.
-pub fn locks_unsupported(e: &io::Error) -> bool {
+pub fn locks_unsupported(e: &Error) -> bool {
     const ENOLCK: i32 = 37; // Linux
-    e.kind() == io::ErrorKind::Unsupported || (cfg!(target_os = "linux") && e.raw_os_error() == Some(ENOLCK))
+    e.io_source().is_some_and(|e| e.kind() == std::io::ErrorKind::Unsupported || (cfg!(target_os = "linux") && e.raw_os_error() == Some(ENOLCK)))
 }
 
 #[cfg(test)]
@@ -81,7 +74,7 @@ mod tests {
         let dir = crate::testutil::tempdir("writer-lock");
         let first = lock_run_for_writing(&dir).unwrap();
         let err = lock_run_for_writing(&dir).err().expect("second lock refused");
-        assert_eq!(err.kind(), io::ErrorKind::ResourceBusy);
+        assert_eq!(err.code(), crate::Code::Locked);
         let msg = err.to_string();
         assert!(msg.contains(&dir.display().to_string()), "{msg}");
         assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
@@ -91,11 +84,14 @@ mod tests {
 
     #[test]
     fn a_filesystem_without_locks_is_told_apart_from_a_held_lock() {
-        assert!(locks_unsupported(&io::Error::from(io::ErrorKind::Unsupported)));
+        use std::io;
+        let at = |e: io::Error| Error::io("taking the writer lock", "/r/.writer.lock", e);
+        assert!(locks_unsupported(&at(io::Error::from(io::ErrorKind::Unsupported))));
         if cfg!(target_os = "linux") {
-            assert!(locks_unsupported(&io::Error::from_raw_os_error(37)), "ENOLCK");
+            assert!(locks_unsupported(&at(io::Error::from_raw_os_error(37))), "ENOLCK");
         }
-        assert!(!locks_unsupported(&io::Error::from(io::ErrorKind::ResourceBusy)));
-        assert!(!locks_unsupported(&io::Error::from(io::ErrorKind::PermissionDenied)));
+        assert!(!locks_unsupported(&at(io::Error::from(io::ErrorKind::PermissionDenied))));
+        let held = Error::Locked { run_dir: "/r".into(), holder: "pid 1".into(), lock_file: "/r/.writer.lock".into() };
+        assert!(!locks_unsupported(&held));
     }
 }

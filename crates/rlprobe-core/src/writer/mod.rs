@@ -23,9 +23,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
 use crate::atomic::{publish, remove_stray_temps, write_file_atomic};
 use crate::compact::{compact_steps, next_part_index, CompactReport};
 use crate::encoding::StepBatch;
+use crate::error::{Error, IoContext, Result};
 use crate::events::{event_line, EventLog};
 use crate::layout::{part_name, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_PARTS_DIR};
 use crate::parquet_io::prewarm;
@@ -325,7 +328,7 @@ impl Shared {
 
     /// Writes queued events, then `extra` if given, under the log lock (keeps order). Lines
     /// that cannot be written (a full disk) are counted as lost events and reported.
-    fn write_events(&self, extra: Option<&str>) -> std::io::Result<()> {
+    fn write_events(&self, extra: Option<&str>) -> Result<()> {
         let mut log = lock(&self.event_log);
         let queued: Vec<String> = lock(&self.pending_events).drain(..).collect();
         let total = queued.len() + usize::from(extra.is_some());
@@ -335,7 +338,7 @@ impl Shared {
                 let lost = (total - i) as u64;
                 // fetch_add: the JS thread writes crash-class events itself (write_event_now)
                 self.counters.writer.events_lost.fetch_add(lost, AcqRel);
-                self.write_failed(format!("{lost} events lost: appending to {EVENTS_FILE} failed: {e}"), Lost { events: lost, ..Lost::default() });
+                self.write_failed(format!("{lost} events lost: {e}"), Lost { events: lost, ..Lost::default() });
                 return Err(e);
             }
             self.counters.writer.events_written.fetch_add(1, Relaxed);
@@ -359,11 +362,11 @@ impl Shared {
     fn report_recovery(&self) {
         let Some(outage) = lock(&self.health).take_outage() else { return };
         let (message, data) = outage.describe();
-        let mut lines = vec![event_line("recorder_error", None, self.rank, &message, &data)];
+        let mut lines = vec![event_line("recorder_error", None, self.rank, &message, data)];
         for (kind, n) in [(Kind::Steps, outage.lost.steps), (Kind::Samples, outage.lost.samples), (Kind::Spans, outage.lost.spans)] {
             if n > 0 {
-                let data = format!("{{\"count\":{n},\"reason\":\"write_failed\"{}}}", kind.record_field());
-                lines.push(event_line("recorder_drops", None, self.rank, &format!("{n} {} lost to failed writes", kind.noun()), &data));
+                let data = kind.with_record(json!({ "count": n, "reason": "write_failed" }));
+                lines.push(event_line("recorder_drops", None, self.rank, &format!("{n} {} lost to failed writes", kind.noun()), data));
             }
         }
         let mut log = lock(&self.event_log);
@@ -383,7 +386,7 @@ impl Shared {
     /// An error that is no write failure (a caught panic, a failed compaction): an event,
     /// the last error, and stderr.
     fn record_error(&self, message: String) {
-        let line = event_line("recorder_error", None, self.rank, &message, "{}");
+        let line = event_line("recorder_error", None, self.rank, &message, json!({}));
         let _ = self.write_events(Some(&line));
         if let Some(text) = lock(&self.health).line(format!("rlprobe: recording {}: {message}", self.run_dir.display())) {
             eprintln!("{text}");
@@ -407,8 +410,8 @@ pub struct Recorder {
 
 impl Recorder {
     /// Opens (or resumes) a recording in `opts.run_dir` and starts the writer thread.
-    pub fn open(opts: RecorderOptions) -> std::io::Result<Recorder> {
-        std::fs::create_dir_all(&opts.run_dir)?;
+    pub fn open(opts: RecorderOptions) -> Result<Recorder> {
+        std::fs::create_dir_all(&opts.run_dir).at("creating the run directory", &opts.run_dir)?;
         // first: a second writer must be refused before it touches anything
         let (writer_lock, unguarded) = match lock_run_for_writing(&opts.run_dir) {
             Ok(lock) => (Some(lock), None),
@@ -458,7 +461,7 @@ impl Recorder {
         });
         if let Some(message) = unguarded {
             eprintln!("rlprobe: {message}");
-            lock(&shared.pending_events).push_back(event_line("recorder_error", None, opts.rank, &message, "{}"));
+            lock(&shared.pending_events).push_back(event_line("recorder_error", None, opts.rank, &message, json!({})));
         }
         let steps = StepStream {
             consumer,
@@ -475,7 +478,7 @@ impl Recorder {
             run_dir: RunDirWatch::new(&opts.run_dir, writer_lock),
             opts: opts.clone(),
         };
-        let join = thread::Builder::new().name("rlprobe-writer".into()).spawn(move || state.run())?;
+        let join = thread::Builder::new().name("rlprobe-writer".into()).spawn(move || state.run()).at("starting the writer thread of", &opts.run_dir)?;
         let writer = join.thread().clone();
         let wake_every = (opts.flush_steps as u64).min(capacity as u64 / 4).max(1);
         Ok(Recorder {
@@ -510,13 +513,13 @@ impl Recorder {
     }
 
     /// Column id and kind for a record key (rare: once per new name).
-    pub fn register(&self, key: &str) -> Result<(u32, ColumnKind), String> {
+    pub fn register(&self, key: &str) -> Result<(u32, ColumnKind)> {
         self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register(key)
     }
 
     /// Registers every key of one accepted record at once, or none of them (a record past
     /// the column budget must not use the budget up for the records after it).
-    pub fn register_all(&self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>, String> {
+    pub fn register_all(&self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>> {
         self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register_all(keys)
     }
 
@@ -600,7 +603,7 @@ impl Recorder {
 
     /// Writes an event from the calling thread, after every queued one, and fsyncs:
     /// crash-class events must be on disk before a crash handler returns.
-    pub fn write_event_now(&self, event_json: &str) -> std::io::Result<()> {
+    pub fn write_event_now(&self, event_json: &str) -> Result<()> {
         self.shared.write_events(Some(event_json))?;
         lock(&self.shared.event_log).sync()
     }
@@ -635,7 +638,7 @@ impl Recorder {
 
     /// Flushes, optionally compacts, and stops the writer. Waits at most `timeout`;
     /// Err when the writer did not finish in time (it keeps going in the background).
-    pub fn close(&mut self, compact: bool, timeout: Duration) -> Result<CloseReport, String> {
+    pub fn close(&mut self, compact: bool, timeout: Duration) -> Result<CloseReport> {
         {
             let mut c = lock(&self.shared.control);
             if let Some(r) = &c.finished {
@@ -649,7 +652,7 @@ impl Recorder {
         while c.finished.is_none() {
             let now = Instant::now();
             if now >= deadline {
-                return Err(format!("the writer did not finish within {} ms", timeout.as_millis()));
+                return Err(Error::Timeout { ms: timeout.as_millis() });
             }
             c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
         }
@@ -705,7 +708,7 @@ struct RunDirWatch {
 fn read_manifest(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    crate::regular_file::open_regular(path).ok()?.take(64 << 20).read_to_end(&mut bytes).ok()?;
+    crate::regular_file::open_regular(path, None).ok()?.take(64 << 20).read_to_end(&mut bytes).ok()?;
     (!bytes.is_empty()).then_some(bytes)
 }
 
@@ -811,7 +814,7 @@ impl WriterThread {
         let synced = if forced { log.sync() } else { log.sync_if_due(self.opts.events_fsync_every) };
         drop(log);
         if let Err(e) = synced {
-            self.shared.write_failed(format!("fsync of {EVENTS_FILE} failed: {e}"), Lost::default());
+            self.shared.write_failed(e.report(), Lost::default());
         }
         self.shared.report_recovery();
         more
@@ -836,18 +839,19 @@ impl WriterThread {
         let tally = self.shared.tally(kind);
         let part = match stream.take_part() {
             Ok(part) => part,
-            Err(reason) => {
+            Err(e) => {
                 let lost = stream.discard();
                 bump(&tally.lost, lost);
-                self.shared.record_error(format!("{lost} {} lost: building their part failed: {reason}", kind.noun()));
+                self.shared.record_error(format!("{lost} {} lost: building their part failed: {}", kind.noun(), e.report()));
                 return;
             }
         };
         let dir = self.opts.run_dir.join(kind.dir());
         let name = part_name(self.next_parts[kind.index()]);
+        // why the part is not on disk, in words
         let result = match &self.run_dir.orphaned {
-            Some(why) => Err(std::io::Error::other(why.clone())),
-            None => write_part(&dir, &name, &part),
+            Some(why) => Err(why.clone()),
+            None => write_part(&dir, &name, &part).map_err(|e| e.report()),
         };
         stream.settle();
         match result {
@@ -859,14 +863,14 @@ impl WriterThread {
                     (tap.0)(table);
                 }
             }
-            Err(e) => {
+            Err(why) => {
                 bump(&tally.lost, rows);
                 let lost = match kind {
                     Kind::Steps => Lost { steps: rows, ..Lost::default() },
                     Kind::Samples => Lost { samples: rows, ..Lost::default() },
                     Kind::Spans => Lost { spans: rows, ..Lost::default() },
                 };
-                self.shared.write_failed(format!("{rows} {} lost: writing {}/{name} failed: {e}", kind.noun(), kind.dir()), lost);
+                self.shared.write_failed(format!("{rows} {} lost: writing {}/{name} failed: {why}", kind.noun(), kind.dir()), lost);
             }
         }
     }
@@ -913,7 +917,7 @@ impl WriterThread {
                 return;
             }
         }
-        let restore = || -> std::io::Result<()> {
+        let restore = || -> Result<()> {
             if let Some(manifest) = &self.run_dir.manifest {
                 write_file_atomic(&run_dir.join(MANIFEST_FILE), manifest)?;
             }
@@ -931,7 +935,7 @@ impl WriterThread {
                 ));
             }
             Err(e) => {
-                self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and restoring its manifest and events failed: {e}", run_dir.display()), lost);
+                self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and restoring its manifest and events failed: {}", run_dir.display(), e.report()), lost);
             }
         }
     }
@@ -952,8 +956,8 @@ impl WriterThread {
                 Kind::Steps => format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
                 _ => format!("{new} {} dropped: the {} queue was full ({total} in total)", kind.noun(), &kind.noun()[..kind.noun().len() - 1]),
             };
-            let data = format!("{{\"count\":{new},\"total\":{total},\"reason\":\"queue_full\"{}}}", kind.record_field());
-            let _ = self.shared.write_events(Some(&event_line("recorder_drops", None, self.shared.rank, &message, &data)));
+            let data = kind.with_record(json!({ "count": new, "total": total, "reason": "queue_full" }));
+            let _ = self.shared.write_events(Some(&event_line("recorder_drops", None, self.shared.rank, &message, data)));
             reported.store(total, Relaxed);
         }
     }
@@ -964,7 +968,7 @@ impl WriterThread {
                 let steps = compact_steps(&self.opts.run_dir)?;
                 let samples = compact_samples(&self.opts.run_dir)?;
                 let spans = compact_spans(&self.opts.run_dir)?;
-                Ok::<_, std::io::Error>(CompactReport {
+                Ok::<_, Error>(CompactReport {
                     sample_parts_merged: samples.parts_merged,
                     sample_rows: samples.rows,
                     span_parts_merged: spans.parts_merged,
@@ -975,7 +979,7 @@ impl WriterThread {
             match catch_unwind(AssertUnwindSafe(all)) {
                 Ok(Ok(r)) => Some(r),
                 Ok(Err(e)) => {
-                    self.shared.record_error(format!("compaction failed (parts kept): {e}"));
+                    self.shared.record_error(format!("compaction failed (parts kept): {}", e.report()));
                     None
                 }
                 Err(p) => {
@@ -1004,20 +1008,20 @@ impl WriterThread {
 
 /// Publishes `part` as `dir/name`, atomically. Only the stream's own directory is created
 /// here, never the run directory: a run directory that vanished is `watch_run_dir`'s.
-fn write_part(dir: &Path, name: &str, part: &Part) -> std::io::Result<()> {
+fn write_part(dir: &Path, name: &str, part: &Part) -> Result<()> {
     let write = || {
         match std::fs::create_dir(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(Error::io("creating", dir, e)),
             _ => {}
         }
-        publish(dir, name, |file| Ok(((), part.write(file)?)))
+        publish(dir, name, |file, tmp| Ok(((), part.write(file, tmp)?)))
     };
     // A compaction removes an empty part directory; if it does so between our create_dir
     // and the temporary's creation, simply try again.
     let mut result = write();
     for _ in 0..3 {
         match &result {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.parent().is_some_and(Path::is_dir) => result = write(),
+            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => result = write(),
             _ => break,
         }
     }

@@ -5,15 +5,17 @@
 //! into a part; counting, file publication and failure reporting are the writer's, once.
 
 use std::fs::File;
-use std::io;
+use std::path::Path;
 
 use arrow::array::RecordBatch;
+use serde_json::json;
 
 use super::{bump, Shared};
 use crate::encoding::StepBatch;
-use crate::events::{event_line, json_string};
+use crate::error::Result;
+use crate::events::event_line;
 use crate::layout::{SAMPLES_DIR, SPANS_DIR, STEPS_PARTS_DIR};
-use crate::parquet_io::{arrow_writer, to_io, write_table};
+use crate::parquet_io::{arrow_writer, write_table};
 use crate::props::Codec;
 use crate::ring;
 use crate::samples::batch::SampleBatch;
@@ -52,12 +54,20 @@ impl Kind {
 
     /// The `record` field of this stream's `bad_record` and `recorder_drops` events
     /// (steps carry none, as they always have).
-    pub fn record_field(self) -> &'static str {
+    pub fn record(self) -> Option<&'static str> {
         match self {
-            Kind::Steps => "",
-            Kind::Samples => ",\"record\":\"sample\"",
-            Kind::Spans => ",\"record\":\"span\"",
+            Kind::Steps => None,
+            Kind::Samples => Some("sample"),
+            Kind::Spans => Some("span"),
         }
+    }
+
+    /// `data` with this stream's `record` field added (steps: unchanged).
+    pub fn with_record(self, mut data: serde_json::Value) -> serde_json::Value {
+        if let (Some(record), Some(map)) = (self.record(), data.as_object_mut()) {
+            map.insert("record".into(), record.into());
+        }
+        data
     }
 
     pub fn index(self) -> usize {
@@ -72,13 +82,14 @@ pub enum Part {
 }
 
 impl Part {
-    pub fn write(&self, file: File) -> io::Result<File> {
+    /// Writes the part into `file`, the temporary at `path`.
+    pub fn write(&self, file: File, path: &Path) -> Result<File> {
         match self {
-            Part::Steps(table) => write_table(file, table, Codec::default(), Vec::new()),
+            Part::Steps(table) => write_table(file, path, table, Codec::default(), Vec::new()),
             Part::Arrow(batch) => {
-                let mut w = arrow_writer(file, batch.schema(), Codec::default(), Vec::new())?;
-                w.write(batch).map_err(to_io)?;
-                w.into_inner().map_err(to_io)
+                let mut w = arrow_writer(file, path, batch.schema(), Codec::default(), Vec::new())?;
+                w.write(batch)?;
+                w.into_inner()
             }
         }
     }
@@ -93,7 +104,7 @@ pub trait RowStream: Send {
     /// Buffered bytes past which the part goes out whatever the clock says.
     fn buffered_bytes(&self) -> usize;
     /// Empties the buffer into a part. Its rows count as in flight until `settle`.
-    fn take_part(&mut self) -> Result<Part, String>;
+    fn take_part(&mut self) -> Result<Part>;
     /// The part left the writer (published or lost): nothing is in flight any more.
     fn settle(&mut self);
     /// After a caught panic: empties the buffer; returns the rows buffered or in flight.
@@ -102,9 +113,10 @@ pub trait RowStream: Send {
     fn strand(&mut self, shared: &Shared) -> u64;
 }
 
-/// Writes a `bad_record` event for rows the writer could not decode.
-fn report_bad(shared: &Shared, step: Option<i64>, message: String, data: String) {
-    let _ = shared.write_events(Some(&event_line("bad_record", step, shared.rank, &message, &data)));
+/// Writes a `bad_record` event for rows the writer could not decode. (A failure to write it
+/// is counted and reported by `write_events` itself.)
+fn report_bad(shared: &Shared, step: Option<i64>, message: String, data: serde_json::Value) {
+    let _ = shared.write_events(Some(&event_line("bad_record", step, shared.rank, &message, data)));
 }
 
 /// A batch the writer could not decode at all (an encoder bug): one event for its rows.
@@ -113,7 +125,7 @@ fn report_bad_batch(shared: &Shared, kind: Kind, count: u64, reason: &str) {
         shared,
         None,
         format!("{count} {} dropped by the writer: {reason}", kind.noun()),
-        format!("{{\"field\":\"{}\",\"reason\":{}{}}}", kind.noun(), json_string(reason), kind.record_field()),
+        kind.with_record(json!({ "field": kind.noun(), "reason": reason })),
     );
 }
 
@@ -158,14 +170,15 @@ impl RowStream for StepStream {
             }
             // maybe a column registered after our snapshot: refresh once and retry
             self.registry = shared.registry.read().unwrap_or_else(|p| p.into_inner()).clone();
-            if let Err(reason) = self.batch.append(&self.record, &self.registry) {
+            if let Err(e) = self.batch.append(&self.record, &self.registry) {
                 bump(&shared.counters.writer.tally[Kind::Steps.index()].bad, 1);
                 let step = self.record.first().copied().unwrap_or(f64::NAN);
+                let reason = e.to_string();
                 report_bad(
                     shared,
                     (step >= 0.0 && step.fract() == 0.0).then_some(step as i64),
                     format!("step record dropped by the writer: {reason}"),
-                    format!("{{\"field\":\"record\",\"reason\":{}}}", json_string(&reason)),
+                    json!({ "field": "record", "reason": reason }),
                 );
             }
         }
@@ -180,7 +193,7 @@ impl RowStream for StepStream {
         0 // bounded by flush_steps and the queue, not by size
     }
 
-    fn take_part(&mut self) -> Result<Part, String> {
+    fn take_part(&mut self) -> Result<Part> {
         self.in_flight = self.batch.rows() as u64;
         Ok(Part::Steps(self.batch.take()))
     }
@@ -215,14 +228,14 @@ impl SampleStream {
             shared,
             b.step,
             format!("sample {} dropped: `{}` {} (got {} {})", b.index, b.field, b.reason, b.value_type, b.value_preview),
-            format!(
-                "{{\"record\":\"sample\",\"index\":{},\"field\":{},\"reason\":{},\"value_type\":{},\"value_preview\":{}}}",
-                b.index,
-                json_string(&b.field),
-                json_string(&b.reason),
-                json_string(&b.value_type),
-                json_string(&b.value_preview)
-            ),
+            json!({
+                "record": "sample",
+                "index": b.index,
+                "field": b.field,
+                "reason": b.reason,
+                "value_type": b.value_type,
+                "value_preview": b.value_preview,
+            }),
         );
     }
 }
@@ -267,7 +280,7 @@ impl RowStream for SampleStream {
         self.buffer.bytes()
     }
 
-    fn take_part(&mut self) -> Result<Part, String> {
+    fn take_part(&mut self) -> Result<Part> {
         self.in_flight = self.buffer.rows() as u64;
         self.buffer.take().map(Part::Arrow)
     }
@@ -301,12 +314,7 @@ impl SpanStream {
             shared,
             None,
             format!("span {} dropped: `{}` {}", b.span_id, b.field, b.reason),
-            format!(
-                "{{\"record\":\"span\",\"span_id\":{},\"field\":{},\"reason\":{}}}",
-                json_string(&b.span_id),
-                json_string(b.field),
-                json_string(&b.reason)
-            ),
+            json!({ "record": "span", "span_id": b.span_id, "field": b.field, "reason": b.reason }),
         );
     }
 }
@@ -354,7 +362,7 @@ impl RowStream for SpanStream {
         self.builders.bytes()
     }
 
-    fn take_part(&mut self) -> Result<Part, String> {
+    fn take_part(&mut self) -> Result<Part> {
         // from here the rows are out of the builders: a panic counts them as lost
         self.in_flight = self.builders.rows() as u64;
         let part = self.builders.finish();
