@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { Recorder, RunReader, diagnose } from '../ts/index.js';
+import { Recorder, RunReader, diagnose, findingByCode } from '../ts/index.js';
 import type { StoredSampleRecord } from '../ts/index.js';
 import { healthyGrpo, injectTruncationCollapse, recordPointsSync } from './helpers/doctor-runs.js';
 import { throwsCode } from './helpers/errors.js';
@@ -53,18 +53,25 @@ describe('sample forensics', { concurrency: true }, () => {
     throwsCode(() => reader.samples({ text: '' }), 'RLPROBE_INVALID_QUERY', /text/);
   });
 
-  test('aroundFinding keeps the steps of that doctor finding; an absent code names the findings there are', () => {
+  test('aroundFinding keeps the steps of the finding passed; findingByCode names the findings there are', () => {
     const reader = RunReader.open(dir);
-    const f = diagnose(reader).findings.find((x) => x.code === 'TRUNCATION_COLLAPSE');
+    const diagnosis = diagnose(reader);
+    const f = findingByCode(diagnosis, 'TRUNCATION_COLLAPSE');
     assert.ok(f, 'the injected collapse is found');
-    const around = [...reader.samples({ aroundFinding: 'TRUNCATION_COLLAPSE' })];
+    const around = [...reader.samples({ aroundFinding: f })];
     assert.deepEqual(ids(around), ids(all.filter((s) => s.step >= f.onset_step && s.step <= f.last_step)));
     // combined with a step range: the intersection
-    const narrowed = [...reader.samples({ aroundFinding: 'TRUNCATION_COLLAPSE', stepRange: [0, f.onset_step + 5] })];
+    const narrowed = [...reader.samples({ aroundFinding: f, stepRange: [0, f.onset_step + 5] })];
     assert.deepEqual(ids(narrowed), ids(all.filter((s) => s.step >= f.onset_step && s.step <= f.onset_step + 5)));
     // the finding's evidence samples are among them
     for (const e of f.samples) assert.ok(around.some((s) => s.sample_id === e.sample_id), e.sample_id);
-    throwsCode(() => reader.samples({ aroundFinding: 'KL_BLOWUP' }), 'RLPROBE_INVALID_QUERY', /no KL_BLOWUP finding in this run \(its findings: .*TRUNCATION_COLLAPSE/);
+    throwsCode(() => findingByCode(diagnosis, 'KL_BLOWUP'), 'RLPROBE_INVALID_QUERY', /no KL_BLOWUP finding in this run \(its findings: .*TRUNCATION_COLLAPSE/);
+    // the reader never diagnoses: a bare code is refused, saying what to pass instead
+    throwsCode(
+      () => reader.samples({ aroundFinding: 'TRUNCATION_COLLAPSE' as never }),
+      'RLPROBE_INVALID_QUERY',
+      /invalid sample filter aroundFinding: expected a finding from diagnose\(reader\)\.findings .*findingByCode.* \(got "TRUNCATION_COLLAPSE"\)/,
+    );
   });
 
   test('probe samples: --reward, --truncated, --text and --around-finding; bad values are named', async () => {
@@ -82,7 +89,7 @@ describe('sample forensics', { concurrency: true }, () => {
     assert.equal(around.code, 0, around.stderr);
     assert.match(around.stdout, /^step \d+ /);
     const bad = await runCli(['samples', dir, '--reward', 'high']);
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 64);
     assert.match(bad.stderr, /invalid --reward "high": expected MIN\.\.MAX/);
     const none = await runCli(['samples', dir, '--around-finding', 'NAN_INF']);
     assert.equal(none.code, 1);

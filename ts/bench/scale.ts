@@ -12,7 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 
-import { buildCli } from '../cli/main.js';
 import { diagnose } from '../doctor/diagnose.js';
 import { RunWatcher } from '../doctor/watch.js';
 import type { TickResult } from '../doctor/watch.js';
@@ -223,6 +222,12 @@ class Sink extends Writable {
   }
 }
 
+/**
+ * Runs one `probe` command line with its output sent to `stdout` / `stderr`; resolves to
+ * its exit code. The CLI passes itself in: the benchmark is library code, below the CLI.
+ */
+export type ProbeRunner = (args: string[], io: { stdout: Writable; stderr: Writable }) => Promise<number>;
+
 async function timeIt<T>(f: () => T | Promise<T>): Promise<[number, T]> {
   const t = performance.now();
   const out = await f();
@@ -258,7 +263,7 @@ export function surfaceCount(dir: string): number {
  * on the same files. Meant for a fresh process: the peak RSS it reports is that process's
  * after the first call, so one surface's garbage does not count against the next.
  */
-export async function readScaleSurface(dir: string, index: number, repeat = 3): Promise<ReadTiming & { duckdb: boolean }> {
+export async function readScaleSurface(dir: string, index: number, probe: ProbeRunner, repeat = 3): Promise<ReadTiming & { duckdb: boolean }> {
   const steps = path.join(dir, 'steps.parquet').replaceAll("'", "''");
   const samples = path.join(dir, 'samples', '*.parquet').replaceAll("'", "''");
   const reader = RunReader.open(dir);
@@ -267,7 +272,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
   const all: Array<{ name: string; needsSamples?: boolean; ours: () => unknown; sql: string | null; detail: (r: unknown) => string }> = [
     {
       name: 'probe info',
-      ours: async () => buildCli().run(['info', dir], { stdout: new Sink(), stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 }),
+      ours: async () => probe(['info', dir], { stdout: new Sink(), stderr: new Sink() }),
       sql: `SELECT count(*), min(step), max(step) FROM read_parquet('${steps}')`,
       detail: () => 'manifest, layout, step range, columns, events, samples',
     },
@@ -309,7 +314,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       name: 'probe doctor',
       ours: async () => {
         const out = new Sink();
-        await buildCli().run(['doctor', dir], { stdout: out, stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 });
+        await probe(['doctor', dir], { stdout: out, stderr: new Sink() });
         return out;
       },
       sql: null,
@@ -319,7 +324,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       name: 'probe diff (the run against itself)',
       ours: async () => {
         const out = new Sink();
-        await buildCli().run(['diff', dir, dir], { stdout: out, stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 });
+        await probe(['diff', dir, dir], { stdout: out, stderr: new Sink() });
         return out;
       },
       sql: null,
@@ -330,7 +335,7 @@ export async function readScaleSurface(dir: string, index: number, repeat = 3): 
       ours: async () => {
         const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-report-')), 'report.html');
         try {
-          const code = await buildCli().run(['report', dir, '--out', out], { stdout: new Sink(), stderr: new Sink(), stdin: process.stdin, env: process.env, colorDepth: 1 });
+          const code = await probe(['report', dir, '--out', out], { stdout: new Sink(), stderr: new Sink() });
           if (code !== 0) throw new Error(`probe report exited ${code}`);
           return statSync(out).size;
         } finally {

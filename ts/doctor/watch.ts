@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { RlprobeError } from '../errors.js';
 import { RunReader } from '../reader/run-reader.js';
-import { runStatus } from '../cli/run-status.js';
+import { runStatus } from '../reader/run-status.js';
 import { diagnose } from './diagnose.js';
 import { atLeast, SEVERITY_RANK } from './finding.js';
 import type { Finding, Severity } from './finding.js';

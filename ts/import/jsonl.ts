@@ -23,7 +23,7 @@ import { RlprobeError } from '../errors.js';
 import { EXTRA_PREFIX, REWARD_COMPONENT_PREFIX, STEP_FIELDS } from '../schema/step-record.js';
 import { SourceSteps, stepOf } from './mapping.js';
 import type { FieldRule } from './mapping.js';
-import { isPlainObject, parsePythonJson } from './python-json.js';
+import { isPlainObject, parsePythonJson } from '../files/python-json.js';
 import { importRun, readSourceLines } from './write-import.js';
 import type { ImportOptions, ImportResult } from './write-import.js';
 

@@ -8,7 +8,7 @@ import { RlprobeError } from '../errors.js';
 import { EXTRA_PREFIX, REWARD_COMPONENT_PREFIX } from '../schema/step-record.js';
 import { SourceSteps, stepOf } from './mapping.js';
 import type { MappingRules } from './mapping.js';
-import { isPlainObject, parsePythonJson } from './python-json.js';
+import { isPlainObject, parsePythonJson } from '../files/python-json.js';
 import { importRun, readSourceText } from './write-import.js';
 import type { ImportOptions, ImportResult, ParsedImport } from './write-import.js';
 

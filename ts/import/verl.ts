@@ -10,7 +10,7 @@
  */
 import { SourceSteps, stepOf } from './mapping.js';
 import type { MappingRules } from './mapping.js';
-import { isPlainObject, parsePythonJson } from './python-json.js';
+import { isPlainObject, parsePythonJson } from '../files/python-json.js';
 import { importRun, readSourceLines } from './write-import.js';
 import type { ImportOptions, ImportResult, ParsedImport } from './write-import.js';
 

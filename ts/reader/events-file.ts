@@ -2,7 +2,7 @@ import { closeSync, readSync } from 'node:fs';
 
 import { RunEventSchema } from '../schema/event.js';
 import type { RunEvent } from '../schema/event.js';
-import { openRegularFile } from './regular-file.js';
+import { openRegularFile } from '../files/regular-file.js';
 
 export interface EventsRead {
   events: RunEvent[];

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
@@ -11,13 +11,14 @@ import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { StoredStepRecord } from '../schema/step-record.js';
 import { readEventsFile, streamEventsFile } from './events-file.js';
 import type { EventsDiagnostics, EventsRead } from './events-file.js';
-import { readRegularFile } from './regular-file.js';
+import { readRegularFile } from '../files/regular-file.js';
 import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
 import { RunView } from './run-view.js';
-import { diagnose } from '../doctor/diagnose.js';
+import { rankSubdirs, recordingDirs } from './rank-dirs.js';
+import type { RankDir } from './rank-dirs.js';
 import { parseSampleQuery, sampledStepsOf, streamSampleBatches } from './sample-stream.js';
-import type { ParsedSampleQuery, SampleQuery } from './sample-stream.js';
+import type { SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
 import { readSpansOf, spanCountsOf, spanForest, subtreeIds } from './span-reader.js';
 import type { SpanQuery } from './span-reader.js';
@@ -54,11 +55,7 @@ function nextKept(stream: Iterator<RunEvent>, keep: ((e: RunEvent) => boolean) |
   }
 }
 
-/** A directory holding a recording of one rank: the run itself (rank 0) or `rank-NNN/`. */
-export interface RankDir {
-  rank: number;
-  dir: string;
-}
+export type { RankDir } from './rank-dirs.js';
 
 export interface SampleFileInfo {
   path: string;
@@ -229,35 +226,22 @@ export class RunReader {
   /**
    * Samples of every rank, streamed one bounded batch at a time (never loaded whole),
    * filtered in Rust: `{step, stepRange: [from, to], steps: [s1, s2…], reason, group, rank, rewardMin,
-   * rewardMax, truncated, text, sampleId, aroundFinding, columns}` (`aroundFinding: CODE`
-   * runs the doctor and keeps the steps from that finding's onset to its last step).
+   * rewardMax, truncated, text, sampleId, aroundFinding, columns}` (`aroundFinding: finding`
+   * keeps the steps from that finding's onset to its last step; `findingByCode` finds it).
    * Order: rank 0 then each rank directory; within one, shards then live parts, each in
    * the order written. Throws RlprobeError RLPROBE_INVALID_QUERY for a bad filter.
    */
   samples(query: SampleQuery = {}): Generator<StoredSampleRecord, void, undefined> {
-    const q = this.sampleQuery(query);
+    const q = parseSampleQuery(query);
     const reader = this;
     return (function* () {
       for (const batch of streamSampleBatches(reader.sampleDirs(q.ranks), q, reader.adapter)) yield* batch;
     })();
   }
 
-  /** Validates a query and narrows `aroundFinding` to that finding's steps. */
-  private sampleQuery(query: SampleQuery): ParsedSampleQuery {
-    const q = parseSampleQuery(query);
-    if (q.aroundFinding === undefined) return q;
-    const found = diagnose(this, { samples: false }).findings;
-    const f = found.find((x) => x.code === q.aroundFinding);
-    if (!f) {
-      const codes = found.map((x) => x.code).join(', ') || 'none';
-      throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter aroundFinding: no ${q.aroundFinding} finding in this run (its findings: ${codes})`);
-    }
-    return { ...q, stepMin: Math.max(q.stepMin ?? f.onset_step, f.onset_step), stepMax: Math.min(q.stepMax ?? f.last_step, f.last_step) };
-  }
-
   /** `samples()` one batch (array) at a time. */
   sampleBatches(query: SampleQuery = {}): Generator<StoredSampleRecord[], void, undefined> {
-    const q = this.sampleQuery(query);
+    const q = parseSampleQuery(query);
     return streamSampleBatches(this.sampleDirs(q.ranks), q, this.adapter);
   }
 
@@ -376,22 +360,12 @@ export class RunReader {
 
   /** The run (rank 0) and its rank directories, optionally only `ranks`. */
   private sampleDirs(ranks: ReadonlySet<number> | null): RankDir[] {
-    const all: RankDir[] = [{ rank: 0, dir: this.runDir }, ...this.rankDirs().map((dir) => ({ rank: Number(path.basename(dir).slice(5)), dir }))];
-    return ranks === null ? all : all.filter((d) => ranks.has(d.rank));
+    return recordingDirs(this.runDir, ranks);
   }
 
   /** Sub-recordings of non-zero ranks (`rank-NNN/` with a manifest), in rank order. */
   rankDirs(): string[] {
-    let names: string[];
-    try {
-      names = readdirSync(this.runDir);
-    } catch {
-      return [];
-    }
-    return names
-      .filter((n) => /^rank-\d+$/.test(n) && existsSync(path.join(this.runDir, n, 'manifest.json')))
-      .sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)))
-      .map((n) => path.join(this.runDir, n));
+    return rankSubdirs(this.runDir);
   }
 
   /**

@@ -30,8 +30,17 @@ export const SampleQuerySchema = z.strictObject({
   text: z.string().min(1).optional(),
   /** One sample id (integer ids match their string form). */
   sampleId: z.union([z.string().min(1), z.number().int()]).optional(),
-  /** The steps of the run's doctor finding with this code, from its onset to its last step. */
-  aroundFinding: z.string().min(1).optional(),
+  /**
+   * The steps of this doctor finding, from its onset to its last step. The caller passes
+   * the finding (from `diagnose(reader).findings`, or `findingByCode`): the reader never
+   * runs a diagnosis itself.
+   */
+  aroundFinding: z
+    .object(
+      { code: z.string().min(1), onset_step: step, last_step: step },
+      { error: 'expected a finding from diagnose(reader).findings (code, onset_step, last_step); for a finding code, pass findingByCode(diagnose(reader), code)' },
+    )
+    .optional(),
   /** One rank or several (rank 0 is the run directory itself). */
   rank: z.union([z.number().int().min(0), z.array(z.number().int().min(0)).min(1)]).optional(),
   /** Only these columns (e.g. leave out the texts for a fast scan). */
@@ -53,7 +62,6 @@ export interface ParsedSampleQuery {
   truncated?: boolean;
   text?: string;
   sampleId?: string;
-  aroundFinding?: string;
   ranks: ReadonlySet<number> | null;
   columns?: string[];
   batchRows: number;
@@ -78,6 +86,11 @@ export function parseSampleQuery(query: unknown): ParsedSampleQuery {
     stepMin = Math.max(stepMin ?? q.step, q.step);
     stepMax = Math.min(stepMax ?? q.step, q.step);
   }
+  if (q.aroundFinding !== undefined) {
+    // combined with the other step filters: the intersection
+    stepMin = Math.max(stepMin ?? q.aroundFinding.onset_step, q.aroundFinding.onset_step);
+    stepMax = Math.min(stepMax ?? q.aroundFinding.last_step, q.aroundFinding.last_step);
+  }
   if (q.rewardMin !== undefined && q.rewardMax !== undefined && q.rewardMin > q.rewardMax) {
     throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid sample filter rewardMin: ${q.rewardMin} is above rewardMax ${q.rewardMax}`);
   }
@@ -92,7 +105,6 @@ export function parseSampleQuery(query: unknown): ParsedSampleQuery {
     truncated: q.truncated,
     text: q.text,
     sampleId: q.sampleId === undefined ? undefined : String(q.sampleId),
-    aroundFinding: q.aroundFinding,
     ranks: q.rank === undefined ? null : new Set(Array.isArray(q.rank) ? q.rank : [q.rank]),
     columns: q.columns,
     batchRows: q.batchRows ?? DEFAULT_BATCH_ROWS,

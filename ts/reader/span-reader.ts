@@ -9,7 +9,7 @@ import { invalidQuery } from './query-error.js';
 import { readSpans, spanCounts } from '../native.js';
 import type { NativeSampleBatch, NativeSampleColumn } from '../native.js';
 import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
-import type { RankDir } from './run-reader.js';
+import type { RankDir } from './rank-dirs.js';
 import { parseLabels } from './sample-rows.js';
 
 const step = z.number().int().min(0);

@@ -10,7 +10,7 @@ import { readCaptureManifest } from '../trials/capture.js';
 import type { CaptureManifest } from '../trials/manifest.js';
 import { captureDir, captureFilesDir, captureKeys } from '../trials/run-store.js';
 import { invalidQuery } from './query-error.js';
-import type { RankDir } from './run-reader.js';
+import type { RankDir } from './rank-dirs.js';
 
 const Step = z.number().int().nonnegative();
 

@@ -6,75 +6,20 @@
  * propagates an AsyncLocalStorage through a hook on every async resource (promises
  * included), a cost a recorder that never uses spans should not impose on the process.
  * Until then `current()` is a null check.
+ *
+ * Also what a sample or an event logged now takes from it (`sampleContextOf`,
+ * `eventAmbientOf`).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
+import type { Coords } from './coords.js';
+import type { EventAmbient } from './event-call.js';
+import type { SampleContext } from './sample-encoder.js';
 import type { Span } from './span.js';
-
-/** What `unit(…)` binds. `sample` and `group` become the labels `sample` and `group`. */
-export interface UnitCoords {
-  step?: number;
-  sample?: string | number;
-  group?: string | number;
-  [label: string]: string | number | boolean | undefined;
-}
-
-/** A unit's resolved coordinates (nested units merged, the inner winning per key). */
-export interface Coords {
-  readonly step: number | null;
-  readonly sample: string | null;
-  readonly group: string | null;
-  readonly labels: Readonly<Record<string, string>>;
-  /** `labels` as a JSON object, made once per unit; null when there are none. */
-  readonly labelsJson: string | null;
-}
 
 export interface Ambient {
   readonly span: Span | null;
   readonly coords: Coords | null;
-}
-
-/** A field `unit` refused (reported as a bad_record event; the unit goes on without it). */
-export interface RefusedCoord {
-  field: string;
-  reason: string;
-  value: unknown;
-}
-
-export function labelsJsonOf(labels: Readonly<Record<string, string>>): string | null {
-  for (const _ in labels) return JSON.stringify(labels);
-  return null;
-}
-
-/** Merges `given` over `outer`; bad fields are left out and listed in `refused`. */
-export function mergeCoords(outer: Coords | null, given: UnitCoords, refused: RefusedCoord[]): Coords {
-  let step = outer?.step ?? null;
-  const labels: Record<string, string> = { ...outer?.labels };
-  if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    refused.push({ field: 'unit', reason: 'expected an object of coordinates and labels', value: given });
-    return outer ?? { step: null, sample: null, group: null, labels: {}, labelsJson: null };
-  }
-  for (const key of Object.keys(given)) {
-    const v = given[key];
-    if (v === undefined) continue;
-    if (key === 'step') {
-      if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) step = v;
-      else refused.push({ field: 'step', reason: 'expected a non-negative integer', value: v });
-      continue;
-    }
-    if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) {
-      labels[key] = String(v);
-    } else {
-      refused.push({ field: key, reason: 'expected a label value that is a string, a finite number or a boolean', value: v });
-    }
-  }
-  return {
-    step,
-    sample: labels.sample ?? null,
-    group: labels.group ?? null,
-    labels,
-    labelsJson: labelsJsonOf(labels),
-  };
 }
 
 export class AmbientContext {
@@ -94,4 +39,37 @@ export class AmbientContext {
     if (this.storage === null) this.storage = new AsyncLocalStorage<Ambient>();
     return this.storage.run(ambient, fn);
   }
+}
+
+/** The ambient span as a logged record names it: none for an inert one (no id). */
+function recordedSpan(a: Ambient): Span | null {
+  return a.span !== null && a.span._id !== '' ? a.span : null;
+}
+
+/** The ambient span and unit as a logged sample carries them, or null outside any. */
+export function sampleContextOf(a: Ambient | undefined): SampleContext | null {
+  if (a === undefined) return null;
+  const span = recordedSpan(a);
+  // the innermost unit (a span with its own labels runs its body in them)
+  const c = a.coords ?? span?._coords ?? null;
+  if (span === null && c === null) return null;
+  return {
+    spanId: span?.id ?? null,
+    labelsJson: c?.labelsJson ?? null,
+    step: a.coords?.step ?? span?.step ?? null,
+    sample: c?.sample ?? null,
+    group: c?.group ?? null,
+  };
+}
+
+/** The span and unit an event logged now belongs to, or null outside any. */
+export function eventAmbientOf(a: Ambient | undefined): EventAmbient | null {
+  if (a === undefined) return null;
+  const span = recordedSpan(a);
+  const labels = (a.coords ?? span?._coords)?.labels ?? null;
+  return {
+    step: a.coords?.step ?? span?.step ?? null,
+    spanId: span?.id ?? null,
+    labels: labels !== null && Object.keys(labels).length > 0 ? labels : null,
+  };
 }

@@ -7,7 +7,14 @@
 import { MAX_EVENT_DATA_CHARS, MAX_EVENT_KIND_CHARS, MAX_EVENT_MESSAGE_CHARS } from './limits.js';
 import { describeThrown } from './describe-value.js';
 
-/** The options a call may give (`EventOptions` in recorder.ts). */
+/** The options of `recorder.logEvent(kind, options)`. */
+export interface EventOptions {
+  step?: number | null;
+  message?: string;
+  data?: Record<string, unknown>;
+}
+
+/** The keys of `EventOptions`. */
 const OPTION_KEYS = new Set(['step', 'message', 'data']);
 
 /** What the ambient span or unit adds to an event logged inside it. */
@@ -79,6 +86,16 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
+ * An event's `data` as the object written: a plain object as it is, nothing as `{}`, and
+ * any other value (a number, a string, an array, null, a Date…) kept whole under `value`,
+ * never dropped. The same inside a span or unit and outside: the ambient `span_id` and
+ * `labels` are added to this object afterwards.
+ */
+export function eventDataObject(given: unknown): Record<string, unknown> {
+  return given === undefined ? {} : isPlainObject(given) ? given : { value: given };
+}
+
+/**
  * Validates a call. `ambient` (inside a span or unit) supplies the step when the call
  * gives none, and `span_id` / `labels` in data when the data has none of its own.
  */
@@ -119,8 +136,7 @@ function resolve(kind: unknown, options: unknown, ambient: EventAmbient | null):
 
   let data: unknown;
   try {
-    // data that is not a plain object is kept whole under `value`
-    data = given === undefined ? {} : isPlainObject(given) ? given : { value: given };
+    data = eventDataObject(given);
     if (ambient !== null && (ambient.spanId !== null || ambient.labels !== null)) {
       const withContext: Record<string, unknown> = { ...(data as Record<string, unknown>) };
       if (ambient.spanId !== null && withContext.span_id === undefined) withContext.span_id = ambient.spanId;

@@ -1,8 +1,8 @@
 import { RlprobeError } from '../errors.js';
 import { atLeast, findingOf } from '../doctor/finding.js';
 import type { Finding } from '../doctor/finding.js';
-import type { NativeFinding } from '../native.js';
-import type { EventOptions } from './recorder.js';
+import type { NativeFinding, NativeRecorder } from '../native.js';
+import type { EventOptions } from './event-call.js';
 import type { ResolvedRecorderOptions } from './options.js';
 
 /** Event kinds the live doctor writes. */
@@ -16,6 +16,20 @@ export interface FindingSource {
 }
 
 type Log = (kind: string, options: EventOptions) => void;
+
+/** Live diagnosis fed by `nativeRecorder`'s doctor thread; findings are logged through `log`. */
+export function startLiveDoctor(nativeRecorder: NativeRecorder, policy: ResolvedRecorderOptions['doctor'], log: Log): LiveDoctorHooks {
+  const source: FindingSource = {
+    takeFindings: () => nativeRecorder.takeFindings(),
+    finish: (ms) => {
+      // one deadline for both: publish what is queued, then evaluate it
+      const end = Date.now() + ms;
+      nativeRecorder.flush(ms);
+      return nativeRecorder.finishDoctor(Math.max(1, end - Date.now()));
+    },
+  };
+  return new LiveDoctorHooks(source, policy, log);
+}
 
 /**
  * The JS half of live diagnosis. The detectors run on a native thread fed by the writer;

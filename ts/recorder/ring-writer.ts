@@ -76,7 +76,9 @@ export class RingWriter {
     this.f64[offset] = len;
     this.tail = (this.tail + 1 + len) >>> 0;
     this.records = (this.records + 1) >>> 0;
-    // the Release the writer thread's Acquire pairs with: payload first, then the cursor
+    // the release the writer thread's Acquire load pairs with: payload first, then the
+    // cursor. On a non-shared buffer that order is V8's (xchg / stlr), not the spec's:
+    // docs/architecture.md, "Why the ring's publication is ordered"
     Atomics.store(this.i32, I32_TAIL_SLOT, this.tail | 0);
     Atomics.store(this.i32, I32_TAIL_RECORDS, this.records | 0);
   }

@@ -6,9 +6,17 @@
  * throws) is written as OTHER with a description, and the writer refuses that sample with
  * a `bad_record` event.
  */
-import { grown } from './grow-bytes.js';
+import { grown } from '../wire/grow-bytes.js';
 import { describeThrown, describeValue } from './describe-value.js';
-import type { SampleContext } from './sample-logger.js';
+
+/** The ambient span and unit a `logSamples` call was made in (recorder.ts). */
+export interface SampleContext {
+  spanId: string | null;
+  labelsJson: string | null;
+  step: number | null;
+  sample: string | null;
+  group: string | null;
+}
 
 const MAGIC = 0x31504d53;
 const TAG_NULL = 0;

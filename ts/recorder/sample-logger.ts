@@ -9,6 +9,7 @@ import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import { clip, describeThrown, describeValue } from './describe-value.js';
 import { MAX_SAMPLES_PER_CALL } from './limits.js';
 import { SampleEncoder } from './sample-encoder.js';
+import type { SampleContext } from './sample-encoder.js';
 import { resolveCallOptions } from './sampling.js';
 import type { LogSamplesOptions, Sampling } from './sampling.js';
 
@@ -33,15 +34,6 @@ interface PendingSelection {
   sampling: Sampling;
   call: number;
   done: boolean;
-}
-
-/** The ambient span and unit a `logSamples` call was made in (recorder.ts). */
-export interface SampleContext {
-  spanId: string | null;
-  labelsJson: string | null;
-  step: number | null;
-  sample: string | null;
-  group: string | null;
 }
 
 type EventLine = (kind: string, step: number | null, message: string, data: unknown) => string;

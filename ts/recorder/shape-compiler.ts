@@ -10,6 +10,10 @@
  * that a record is bad: on anything unexpected it returns -1 and the checked path in
  * step-encoder.ts takes over (and may learn the record as another shape). Keys are
  * embedded with JSON.stringify, so a key is always a string literal, never code.
+ *
+ * Compiling needs `new Function`, which `node --disallow-code-generation-from-strings` (and
+ * a CSP-like embedder) forbids with an EvalError: `shapeCompilation()` asks once per
+ * process, and without it the encoder keeps to its checked path.
  */
 
 export type ShapeField =
@@ -33,6 +37,24 @@ export const MAX_SHAPES = 32;
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const lit = (s: string) => JSON.stringify(s);
+
+export type ShapeCompilation = { available: true } | { available: false; error: string };
+
+let compilation: ShapeCompilation | null = null;
+
+/** Whether this process may compile shapes: tried once (a trivial `new Function`), then remembered. */
+export function shapeCompilation(): ShapeCompilation {
+  if (compilation === null) {
+    try {
+      new Function('return 0');
+      compilation = { available: true };
+    } catch (error) {
+      // an EvalError under --disallow-code-generation-from-strings
+      compilation = { available: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    }
+  }
+  return compilation;
+}
 
 /** `v` (read from `obj[key]`) must be null, or undefined because the key holds undefined. */
 const absentCheck = (obj: string, key: string) => `if (v === undefined ? !(${lit(key)} in ${obj}) : v !== null) return -1;`;

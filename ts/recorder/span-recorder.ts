@@ -10,12 +10,14 @@
  */
 import { performance } from 'node:perf_hooks';
 
-import { AmbientContext, mergeCoords } from './ambient.js';
-import type { Ambient, Coords, RefusedCoord } from './ambient.js';
+import { AmbientContext } from './ambient.js';
+import type { Ambient } from './ambient.js';
+import { mergeCoords } from './coords.js';
+import type { Coords, RefusedCoord } from './coords.js';
 import { errorText, inertSpan, Span } from './span.js';
 import type { EndOptions, SpanOptions, SpanOwner } from './span.js';
-import { SPAN_ERROR, SPAN_OK, SPAN_OPEN, SpanEncoder } from './span-encoder.js';
-import { KeyedIds, SpanIdSource } from './span-id.js';
+import { SPAN_ERROR, SPAN_OK, SPAN_OPEN, SpanEncoder } from '../wire/span-encoder.js';
+import { KeyedIds, SpanIdSource } from '../wire/span-id.js';
 
 /** Spans per native call, and bytes: bounds the buffer and what a SIGKILL can lose. */
 const PUSH_SPANS = 512;

@@ -4,10 +4,10 @@
  * Made by `recorder.span(…)` (ended when its function settles) or `recorder.startSpan(…)`
  * (ended by `end()`).
  */
-import type { Coords } from './ambient.js';
+import type { Coords } from './coords.js';
 import { clip, describeThrown } from './describe-value.js';
-import { idOf } from './span-id.js';
-import type { IdBlock } from './span-id.js';
+import { idOf } from '../wire/span-id.js';
+import type { IdBlock } from '../wire/span-id.js';
 
 /** Kinds the tools know by name; any other non-empty string is a kind too. */
 export type SpanKind = 'rollout' | 'turn' | 'tool_call' | 'epoch' | 'evaluation' | (string & {});

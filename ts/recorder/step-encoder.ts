@@ -11,11 +11,13 @@
  *   column ids baked in (see shape-compiler.ts). A later record with the same number of
  *   keys tries the compiled shapes first; any surprise (a missing key, a non-number, a
  *   nested dict of another shape) makes it bail to the checked path, which has the final
- *   word. Steady state allocates nothing.
+ *   word. Steady state allocates nothing. Where code generation from strings is forbidden
+ *   (`--disallow-code-generation-from-strings`) nothing is compiled and every record takes
+ *   the checked path: slower, never a refusal (`compilesShapes` says which).
  */
 
 import { MAX_COLUMNS, MAX_LIST_LEN, MAX_SLOTS } from './limits.js';
-import { compileShape, MAX_SHAPES } from './shape-compiler.js';
+import { compileShape, MAX_SHAPES, shapeCompilation } from './shape-compiler.js';
 import type { CompiledShape, ShapeField } from './shape-compiler.js';
 
 export type ColumnKind = 'f64' | 'i64' | 'list_f64';
@@ -29,6 +31,11 @@ export interface ColumnRegistrar {
   bindScratch(slots: Float64Array): void;
 }
 
+export interface EncoderOptions {
+  compileShapes?: boolean;
+  onCompileError?: (error: string) => void;
+}
+
 /** Why the last record was refused. */
 export interface BadField {
   field: string;
@@ -38,9 +45,9 @@ export interface BadField {
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
-/** A native error's message without its `[RLPROBE_…]` code prefix. */
+/** Why the addon refused a key (its code is on the error; the message is plain text). */
 function nativeMessage(error: unknown): string {
-  return error instanceof Error ? error.message.replace(/^\[RLPROBE_[A-Z_]+\] /, '') : String(error);
+  return error instanceof Error ? error.message : String(error);
 }
 
 const DICT_PREFIX = { reward_components: 'reward_component.', extra: 'extra.' } as const;
@@ -62,11 +69,26 @@ export class StepEncoder {
   private readonly pendingIndex = new Map<string, { index: number; kind: ColumnKind }>();
   /** Slot positions holding a pending id. */
   private readonly pendingSlots: number[] = [];
+  /** False where compiling is forbidden (or failed once): every record takes the checked path. */
+  private compiling: boolean;
+  private readonly onCompileError: (error: string) => void;
 
-  constructor(registrar: ColumnRegistrar, initialSlots = 256) {
+  /**
+   * `compileShapes: false` keeps to the checked path (by default: wherever the runtime
+   * allows it); `onCompileError` hears of a compilation that failed anyway, after which
+   * none is tried again.
+   */
+  constructor(registrar: ColumnRegistrar, initialSlots = 256, options: EncoderOptions = {}) {
     this.registrar = registrar;
+    this.compiling = options.compileShapes ?? shapeCompilation().available;
+    this.onCompileError = options.onCompileError ?? (() => {});
     this.slots = new Float64Array(initialSlots);
     registrar.bindScratch(this.slots);
+  }
+
+  /** Whether accepted records teach the fast path their shape. */
+  get compilesShapes(): boolean {
+    return this.compiling;
   }
 
   /** The reusable buffer `encode` and `encodeChecked` write to. */
@@ -256,7 +278,7 @@ export class StepEncoder {
 
   /** Compiles the layout of a record the checked path just accepted. */
   private learnShape(r: Record<string, unknown>, keyCount: number): void {
-    if (this.shapeCount >= MAX_SHAPES) return;
+    if (!this.compiling || this.shapeCount >= MAX_SHAPES) return;
     const isAbsent = (v: unknown) => v === undefined || v === null;
     const fields: ShapeField[] = [];
     for (const key in r) {
@@ -287,7 +309,16 @@ export class StepEncoder {
         fields.push({ key, role: col.kind, id: col.id });
       }
     }
-    const shape = compileShape(fields, MAX_LIST_LEN);
+    let shape: CompiledShape;
+    try {
+      shape = compileShape(fields, MAX_LIST_LEN);
+    } catch (error) {
+      // the record is accepted whatever happens here: compiling is an optimisation, and one
+      // that failed (code generation forbidden after all) is not tried again
+      this.compiling = false;
+      this.onCompileError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+      return;
+    }
     if (!this.ensure(shape.fixedSlots)) return;
     const list = this.shapesByKeyCount.get(keyCount);
     if (list) list.push(shape);

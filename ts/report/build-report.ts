@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 
-import { runStatus } from '../cli/run-status.js';
-import type { RunStatus } from '../cli/run-status.js';
+import { runStatus } from '../reader/run-status.js';
+import type { RunStatus } from '../reader/run-status.js';
 import { diagnoseAsync } from '../doctor/diagnose.js';
 import type { Diagnosis } from '../doctor/diagnose.js';
 import type { Finding, Severity } from '../doctor/finding.js';

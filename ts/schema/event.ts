@@ -22,4 +22,6 @@ export const RECORDER_EVENT_KINDS = {
   processExit: 'process_exit',
   close: 'recorder_close',
   resume: 'recorder_resume',
+  /** A slower path taken because this runtime forbids the fast one (data.fallback says which). */
+  fallback: 'recorder_fallback',
 } as const;

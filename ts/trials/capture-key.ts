@@ -5,7 +5,7 @@
  * Identity is `result.json` `id`; a trial that never wrote its result is known by its
  * directory name until it does.
  */
-import { keyedSpanId } from '../recorder/span-id.js';
+import { keyedSpanId } from '../wire/span-id.js';
 
 const SLUG_MAX = 80;
 

@@ -11,10 +11,10 @@
  * plan order, so turns keep their order and none claims the whole trial; a tool call
  * shares its turn's range (one step's calls may run in parallel).
  */
-import { KeyedIds } from '../recorder/span-id.js';
+import { KeyedIds } from '../wire/span-id.js';
 import { TrialFileReader } from './file-reader.js';
-import { SPAN_ERROR, SPAN_OK, SPAN_OPEN, SpanEncoder } from '../recorder/span-encoder.js';
-import type { SpanRowInput } from '../recorder/span-encoder.js';
+import { SPAN_ERROR, SPAN_OK, SPAN_OPEN, SpanEncoder } from '../wire/span-encoder.js';
+import type { SpanRowInput } from '../wire/span-encoder.js';
 import type { PlannedTrajectory } from './trajectories.js';
 import type { PlannedSpan } from './trajectory/plan.js';
 import { stepRewards, unixSeconds } from './trial-info.js';

@@ -5,7 +5,7 @@
  * warning says which file, which field, what it held and what was done with it. Absent and
  * null fields are normal (producers omit them) and say nothing.
  */
-import { isPlainObject } from '../import/python-json.js';
+import { isPlainObject } from '../files/python-json.js';
 import { parseTimestamp } from './trajectory/times.js';
 
 /** Warnings kept per trial; more are counted in a last line. */

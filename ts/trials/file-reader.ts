@@ -6,7 +6,7 @@
  */
 import { closeSync, readSync } from 'node:fs';
 
-import { parsePythonJson } from '../import/python-json.js';
+import { parsePythonJson } from '../files/python-json.js';
 import { openInside } from './open-inside.js';
 
 /** Bytes of a JSON document read whole (result, config, reward, artifacts manifest). */

@@ -11,7 +11,7 @@
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 
-import { isPlainObject } from '../import/python-json.js';
+import { isPlainObject } from '../files/python-json.js';
 import { describeValue, FieldReader } from './fact-reader.js';
 import type { Findings } from './fact-reader.js';
 import type { TrialFileReader } from './file-reader.js';

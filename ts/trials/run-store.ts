@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 
 import { native, RlprobeError } from '../errors.js';
-import { readRegularFile } from '../reader/regular-file.js';
+import { readRegularFile } from '../files/regular-file.js';
 import { writeCaptureSpans } from '../native.js';
 import { captureKeyOf, trialIdentity } from './capture-key.js';
 import { DEFAULT_MAX_SPANS } from './capture-options.js';

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 
-import { parsePythonJson } from '../import/python-json.js';
+import { parsePythonJson } from '../files/python-json.js';
 import type { LedgerEntry } from './ledger.js';
 import type { TrajectoryRecord } from './manifest.js';
 import { hostPath, isCleanRelative, safeRelative } from './safe-path.js';

@@ -4,7 +4,7 @@
  * that builds them (escaped, bounded segments, `~2` suffixes for repeats) and the spans
  * that carry them, shared by the document expansion (`atif.ts`) and the turns (`atif-turns.ts`).
  */
-import type { PlannedSpan } from './plan.js';
+import type { PlannedSpan } from './contract.js';
 import type { TimeRange } from './times.js';
 import { LIMITS } from './atif-values.js';
 import type { Json } from './atif-values.js';

@@ -4,7 +4,7 @@
  * chain adds up (producers disagree on whether a continuation's totals are cumulative), and
  * the plan summary built from them. Kept apart because these rules are about numbers, not spans.
  */
-import type { TrajectoryPlan } from './plan.js';
+import type { TrajectoryPlan } from './contract.js';
 import { extraOf, isObject, putDefined, readNumber, str } from './atif-values.js';
 import type { Json, Notes } from './atif-values.js';
 

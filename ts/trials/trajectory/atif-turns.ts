@@ -5,7 +5,7 @@
  * results carry are handed back, not followed: expanding trajectories is `atif.ts`'s job,
  * which keeps this module free of the document machinery (and of an import cycle).
  */
-import type { PlannedSpan } from './plan.js';
+import type { PlannedSpan } from './contract.js';
 import type { TimeRange } from './times.js';
 import { Keys, escapeKey, newSpan } from './atif-spans.js';
 import { readMetrics } from './atif-totals.js';

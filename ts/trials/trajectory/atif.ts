@@ -21,7 +21,7 @@
  */
 import path from 'node:path';
 
-import type { PlannedSpan, TrajectoryContext, TrajectoryPlan } from './plan.js';
+import type { PlannedSpan, TrajectoryContext, TrajectoryPlan } from './contract.js';
 import { coverRange, fillTimes, parseTimestamp } from './times.js';
 import type { TimeRange } from './times.js';
 import { Keys, child, escapeKey, newSpan, setRange } from './atif-spans.js';

@@ -1,11 +1,12 @@
 /**
  * Encodes ended (or still open) spans into the wire form the Rust writer decodes
  * (crates/rlprobe-core/src/spans/wire.rs has the grammar). Spans accumulate in one
- * growing buffer; the recorder hands it over in one native call per batch.
+ * growing buffer; the recorder hands it over in one native call per batch, trial capture
+ * writes its rows with it too.
  */
 import { grown } from './grow-bytes.js';
-import type { Span } from './span.js';
 import { HEX_CODES } from './span-id.js';
+import type { IdBlock } from './span-id.js';
 
 const MAGIC = 0x314e5053;
 const NULL_LEN = 0xffffffff;
@@ -16,6 +17,26 @@ export const SPAN_ERROR = 1;
 export const SPAN_OPEN = 2;
 
 const utf8 = new TextEncoder();
+
+/**
+ * What the encoder reads of a recorder's span handle (recorder/span.ts): its id as a block
+ * and counter, so the hot path never builds the id string. Declared here, not imported, so
+ * that trial capture can use the encoder without depending on the recorder.
+ */
+export interface EncodableSpan {
+  readonly _block: IdBlock | null;
+  readonly _seq: number;
+  readonly _id: string | null;
+  readonly id: string;
+  readonly _parent: EncodableSpan | null;
+  readonly _root: EncodableSpan;
+  readonly kind: string;
+  readonly name: string;
+  readonly key: string | null;
+  readonly step: number | null;
+  readonly startTime: number;
+  readonly _coords: { readonly sample: string | null; readonly group: string | null; readonly labelsJson: string | null } | null;
+}
 
 /** One span as plain values, for `SpanEncoder.addRow`. Times are Unix seconds. */
 export interface SpanRowInput {
@@ -50,7 +71,7 @@ export class SpanEncoder {
   }
 
   /** Appends one span; on a throw (an allocation failure) the buffer is as it was before. */
-  add(s: Span, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
+  add(s: EncodableSpan, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
     const at = this.at;
     try {
       this.encode(s, endTime, status, error, attributesJson);
@@ -61,7 +82,7 @@ export class SpanEncoder {
     this.count++;
   }
 
-  private encode(s: Span, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
+  private encode(s: EncodableSpan, endTime: number, status: number, error: string | null, attributesJson: string | null): void {
     this.id(s);
     if (s._parent === null) this.str(null);
     else this.id(s._parent);
@@ -118,7 +139,7 @@ export class SpanEncoder {
   }
 
   /** A span's id: from its block's prefix bytes and its counter, without making the string. */
-  private id(s: Span): void {
+  private id(s: EncodableSpan): void {
     const block = s._block;
     if (block === null || s._id !== null) {
       this.str(s.id);
