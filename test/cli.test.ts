@@ -279,9 +279,11 @@ describe('probe CLI', { concurrency: true }, () => {
       assert.match(l2[1], / recorder_close {2}recorder closed$/);
     });
 
-    test('--last must be a positive integer', async () => {
+    test('--last must be a positive integer: a usage error (64) naming the option and the value', async () => {
       const zero = await runCli(['events', closedRun, '--last', '0']);
-      assert.notEqual(zero.code, 0);
+      assertExit(zero, 64, 'events --last 0');
+      assert.equal(zero.stdout, '');
+      assert.match(zero.stderr, /^probe: invalid --last "0": expected an integer ≥ 1\n/);
     });
 
     test('--json prints a JSON array of the events', async () => {
@@ -375,10 +377,14 @@ describe('probe CLI', { concurrency: true }, () => {
       assert.equal(r.stderr.trimEnd().split('\n').length, 1);
     });
 
-    test('an unknown command exits non-zero', async () => {
+    test('an unknown command or a missing argument: exit 64 (EX_USAGE), on stderr only', async () => {
       const [unknown, missingArg] = await Promise.all([runCli(['frobnicate', closedRun]), runCli(['info'])]);
-      assert.notEqual(unknown.code, 0);
-      assert.notEqual(missingArg.code, 0);
+      for (const [r, what] of [[unknown, 'unknown command'], [missingArg, 'missing argument']] as const) {
+        assertExit(r, 64, what);
+        assert.equal(r.stdout, '', what);
+        assert.match(r.stderr, /^probe: /, what);
+      }
+      assert.match(missingArg.stderr, /\$ probe info \[--json\] <run>/);
     });
   });
 });

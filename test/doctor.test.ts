@@ -150,7 +150,7 @@ describe('probe doctor on recorded runs', { concurrency: true }, () => {
     assertExit(failOnWarn, 2, 'doctor --fail-on warn');
     assertExit(since300, 0, 'doctor --since 300 --fail-on critical');
     assertExit(since300Json, 0, 'doctor --since 300 --json');
-    assertExit(badFailOn, 1, 'doctor --fail-on sometimes');
+    assertExit(badFailOn, 64, 'doctor --fail-on sometimes');
     assert.match(badFailOn.stderr, /invalid --fail-on "sometimes": expected warn or critical/);
 
     const d = JSON.parse(json.stdout) as Diagnosis;

@@ -533,7 +533,7 @@ describe('probe import (CLI)', { concurrency: true }, () => {
     ]);
     assert.equal(badMap.code, 1);
     assert.equal(badMap.stderr, `probe: ${map}: columns["a"]: not a step column: expected a StepRecord field, reward_component.<name> or extra.<name> (got "kl")\n`);
-    assert.equal(noMap.code, 1);
+    assert.equal(noMap.code, 64);
     assert.match(noMap.stdout + noMap.stderr, /--map/);
     assert.equal(full.code, 1);
     assert.match(full.stderr, /^probe: cannot import into .*: the directory is not empty/);

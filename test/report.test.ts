@@ -232,7 +232,7 @@ describe('report', { concurrency: true }, () => {
       return /invalid report option buckets: .* \(got 3\)/.test(e.message);
     });
     const cli = await runCli(['report', run, '--steps', '10,x']);
-    assert.equal(cli.code, 1);
+    assert.equal(cli.code, 64);
     assert.match(cli.stderr, /invalid --steps "10,x": expected step numbers separated by commas/);
   });
 

@@ -1156,7 +1156,7 @@ describe('probe span list / probe info', () => {
     }
   });
 
-  test('--label sample=X filters; --label without = exits 1 naming --label', async () => {
+  test('--label sample=X filters; --label without = exits 64 (usage) naming --label', async () => {
     const { dir } = await fixture();
     const r = await probe(['span', 'list', dir, '--label', 'sample=s2-1', '--json']);
     assertCode(r, 0, 'span list --label');
@@ -1166,7 +1166,7 @@ describe('probe span list / probe info', () => {
     assertCode(two, 0, 'two labels');
     assert.equal((JSON.parse(two.stdout) as SpanRecord[]).length, 4);
     const bad = await probe(['span', 'list', dir, '--label', 'bad']);
-    assertCode(bad, 1, 'span list --label bad');
+    assertCode(bad, 64, 'span list --label bad');
     assert.match(bad.stderr, /--label/);
     assert.equal(bad.stdout, '');
   });

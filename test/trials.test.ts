@@ -1580,7 +1580,7 @@ describe('probe trial …', () => {
         writeTree(trial, { 'result.json': { id: 'bad-1', trial_name: 'bad__B4d0000' } });
         const r = await probe(['trial', 'capture', trial, '--run', run, ...opts]);
         const out = r.stdout + r.stderr;
-        assert.equal(r.code, 1, `exit ${r.code}\n${out}`);
+        assert.equal(r.code, 64, `exit ${r.code}\n${out}`);
         assert.match(out, /invalid/i, `says the value is invalid: ${out}`);
         for (const p of patterns) assert.match(out, p, out);
         assert.equal(existsSync(path.join(run, 'trials')), false, 'nothing captured by a refused command');

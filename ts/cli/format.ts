@@ -1,4 +1,5 @@
 /** Small formatting helpers shared by the CLI commands. */
+import { terminalLine } from './terminal-text.js';
 
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -25,8 +26,8 @@ export function ago(ms: number): string {
   return `${Math.round(s / 86400)}d ago`;
 }
 
-/** Aligned `label  value` lines. */
+/** Aligned `label  value` lines; a value is one line, escaped for the terminal (it may come from a recording). */
 export function table(rows: Array<[string, string]>): string {
   const width = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${terminalLine(v)}`).join('\n');
 }

@@ -1,5 +1,4 @@
 import { Builtins, Cli } from 'clipanion';
-import type { BaseContext } from 'clipanion';
 
 import { CompactCommand } from './commands/compact.js';
 import { DiffCommand } from './commands/diff.js';
@@ -20,12 +19,15 @@ import { TrialShowCommand } from './commands/trial-show.js';
 import { TrialStageCommand } from './commands/trial-stage.js';
 import { TrialStatusCommand } from './commands/trial-status.js';
 import { WatchCommand } from './commands/watch.js';
+import { COMMAND_GROUPS, groupCommand } from './command-groups.js';
+import { ProbeCli } from './probe-cli.js';
 import { VERSION } from '../version.js';
 
-export function buildCli(): Cli<BaseContext> {
-  const cli = new Cli({ binaryName: 'probe', binaryLabel: 'rlprobe', binaryVersion: VERSION });
+export function buildCli(): ProbeCli {
+  const cli = new ProbeCli({ binaryName: 'probe', binaryLabel: 'rlprobe', binaryVersion: VERSION });
   cli.register(Builtins.HelpCommand);
   cli.register(Builtins.VersionCommand);
+  for (const group of COMMAND_GROUPS) cli.register(groupCommand(group));
   cli.register(InfoCommand);
   cli.register(EventsCommand);
   cli.register(SamplesCommand);

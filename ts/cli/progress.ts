@@ -4,6 +4,8 @@
  */
 import type { Writable } from 'node:stream';
 
+import { terminalLine } from './terminal-text.js';
+
 export class Progress {
   private readonly tty: boolean;
   private drawn = false;
@@ -13,6 +15,7 @@ export class Progress {
   }
 
   update(done: number, total: number, detail: string): void {
+    detail = terminalLine(detail); // it can name a directory of the run
     if (!this.tty) {
       this.out.write(`${this.label} ${done}/${total} ${detail}\n`);
       return;

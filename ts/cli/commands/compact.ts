@@ -7,6 +7,7 @@ import type { CompactProgress } from '../../compact.js';
 import { ProbeCommand } from '../base-command.js';
 import { bytes } from '../format.js';
 import { Progress } from '../progress.js';
+import { terminalLine } from '../terminal-text.js';
 
 function describe(p: CompactProgress): string {
   const r = p.result;
@@ -43,7 +44,7 @@ export class CompactCommand extends ProbeCommand {
       this.context.stdout.write(`${JSON.stringify(result)}\n`);
       return 0;
     }
-    for (const p of result.units) this.context.stdout.write(`${this.run}: ${describe(p)}\n`);
+    for (const p of result.units) this.context.stdout.write(`${terminalLine(`${this.run}: ${describe(p)}`)}\n`);
     return 0;
   }
 }

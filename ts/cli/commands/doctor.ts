@@ -1,15 +1,18 @@
-import { Command, Option } from 'clipanion';
+import { Command, Option, UsageError } from 'clipanion';
 
 import { diagnose } from '../../doctor/diagnose.js';
 import { atLeast } from '../../doctor/finding.js';
 import { formatDiagnosis } from '../../doctor/format.js';
-import { RlprobeError, native } from '../../errors.js';
+import { native } from '../../errors.js';
 import { doctorDetectors } from '../../native.js';
 import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
+import { EXIT_CODES } from '../exit-codes.js';
+import { valueOption } from '../named-options.js';
+import { isCount, isOneOf } from '../option-values.js';
 
 /** Exit code when `--fail-on` matches: distinct from 1, which means probe itself failed. */
-export const FINDINGS_EXIT_CODE = 2;
+export const FINDINGS_EXIT_CODE = EXIT_CODES.findings;
 
 export class DoctorCommand extends ProbeCommand {
   static paths = [['doctor']];
@@ -30,8 +33,8 @@ export class DoctorCommand extends ProbeCommand {
 
   run = Option.String({ name: 'run', required: false });
   json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
-  failOn = Option.String('--fail-on', { description: `Exit ${FINDINGS_EXIT_CODE} if a finding is at least this severe (warn|critical)` });
-  since = Option.String('--since', { description: 'Only findings whose onset is at or after this step' });
+  failOn = valueOption('--fail-on', { value: 'SEVERITY', description: `Exit ${FINDINGS_EXIT_CODE} if a finding is at least this severe: warn or critical`, validator: isOneOf(['warn', 'critical']) });
+  since = valueOption('--since', { value: 'STEP', description: 'Only findings whose onset is at or after this step', validator: isCount });
   samples = Option.Boolean('--samples', true, { description: 'Read per-sample records for evidence (--no-samples skips them)' });
   detectors = Option.Boolean('--detectors', false, { description: 'List the detectors, their codes and the columns they read, and exit' });
 
@@ -41,20 +44,10 @@ export class DoctorCommand extends ProbeCommand {
       this.context.stdout.write(this.json ? `${JSON.stringify(list, null, 2)}\n` : `${list.map((d) => `${d.name.padEnd(22)} ${d.codes.join(', ')}\n${' '.repeat(23)}reads ${d.reads}`).join('\n')}\n`);
       return 0;
     }
-    if (this.failOn !== undefined && this.failOn !== 'warn' && this.failOn !== 'critical') {
-      throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --fail-on ${JSON.stringify(this.failOn)}: expected warn or critical`);
-    }
-    let since: number | undefined;
-    if (this.since !== undefined) {
-      since = Number(this.since);
-      if (!Number.isSafeInteger(since)) {
-        throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --since ${JSON.stringify(this.since)}: expected a step number`);
-      }
-    }
-    if (this.run === undefined) throw new RlprobeError('RLPROBE_INVALID_QUERY', 'probe doctor needs a run directory (or --detectors)');
-    const d = diagnose(RunReader.open(this.run), { since, samples: this.samples });
+    if (this.run === undefined) throw new UsageError('missing the run directory: probe doctor <run> (or probe doctor --detectors)');
+    const d = diagnose(RunReader.open(this.run), { since: this.since, samples: this.samples });
     this.context.stdout.write(this.json ? `${JSON.stringify(d, null, 2)}\n` : `${formatDiagnosis(d)}\n`);
-    const level = this.failOn as 'warn' | 'critical' | undefined;
-    return level && d.findings.some((f) => atLeast(f, level)) ? FINDINGS_EXIT_CODE : 0;
+    const level = this.failOn;
+    return level && d.findings.some((f) => atLeast(f, level)) ? FINDINGS_EXIT_CODE : EXIT_CODES.ok;
   }
 }

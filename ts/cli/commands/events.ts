@@ -1,9 +1,11 @@
 import { Command, Option } from 'clipanion';
-import * as t from 'typanion';
 
 import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
 import { isoSeconds } from '../format.js';
+import { listOption, valueOption } from '../named-options.js';
+import { isPositive } from '../option-values.js';
+import { terminalLine } from '../terminal-text.js';
 
 export class EventsCommand extends ProbeCommand {
   static paths = [['events']];
@@ -17,8 +19,8 @@ export class EventsCommand extends ProbeCommand {
   });
 
   run = Option.String({ name: 'run' });
-  kinds = Option.Array('--kind', [], { description: 'Only events of this kind (repeatable)' });
-  last = Option.String('--last', { description: 'Only the last N events', validator: t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(1)) });
+  kinds = listOption('--kind', { value: 'KIND', description: 'Only events of this kind' });
+  last = valueOption('--last', { value: 'N', description: 'Only the last N events', validator: isPositive });
   json = Option.Boolean('--json', false, { description: 'Print a JSON array instead of text' });
 
   async exec(): Promise<number> {
@@ -32,7 +34,8 @@ export class EventsCommand extends ProbeCommand {
     for (const e of events) {
       const step = e.step === null ? '' : ` step ${e.step}`;
       const rank = e.rank ? ` rank ${e.rank}` : '';
-      this.context.stdout.write(`${isoSeconds(e.timestamp)}  ${e.kind}${step}${rank}  ${e.message}\n`);
+      // one event a line: a newline in a kind or message is escaped, not a line of its own
+      this.context.stdout.write(`${terminalLine(`${isoSeconds(e.timestamp)}  ${e.kind}${step}${rank}  ${e.message}`)}\n`);
     }
     return 0;
   }

@@ -5,6 +5,8 @@ import { importTrl } from '../../import/trl.js';
 import { importVerl } from '../../import/verl.js';
 import type { ImportResult } from '../../import/write-import.js';
 import { ProbeCommand } from '../base-command.js';
+import { valueOption } from '../named-options.js';
+import { terminalLine } from '../terminal-text.js';
 
 const SHARED_DETAILS =
   'Writes a normal recording (read it with `probe info` and every other command) into OUT, which must not exist or be empty. ' +
@@ -15,7 +17,7 @@ const SHARED_DETAILS =
 abstract class ImportCommand extends ProbeCommand {
   source = Option.String({ name: 'source' });
   out = Option.String({ name: 'out' });
-  algorithm = Option.String('--algorithm', { description: 'Algorithm for the manifest (grpo, ppo, …) instead of the one inferred' });
+  algorithm = valueOption('--algorithm', { value: 'NAME', description: 'Algorithm for the manifest (grpo, ppo, …) instead of the one inferred' });
   json = Option.Boolean('--json', false, { description: 'Print a JSON summary instead of text' });
 
   abstract runImport(): ImportResult;
@@ -27,11 +29,11 @@ abstract class ImportCommand extends ProbeCommand {
       return 0;
     }
     const rounded = Object.keys(r.resolution).length;
-    this.context.stdout.write(
+    const line =
       `imported ${r.rows} row${r.rows === 1 ? '' : 's'} (steps ${r.first_step} … ${r.last_step}, ${r.columns.length} columns` +
-        `${rounded ? `, ${rounded} printed rounded` : ''}) from ${r.source} into ${r.out_dir} (${r.format}, algorithm ${r.algorithm}); ` +
-        `${r.skipped_lines} line${r.skipped_lines === 1 ? '' : 's'} skipped\n`,
-    );
+      `${rounded ? `, ${rounded} printed rounded` : ''}) from ${r.source} into ${r.out_dir} (${r.format}, algorithm ${r.algorithm}); ` +
+      `${r.skipped_lines} line${r.skipped_lines === 1 ? '' : 's'} skipped`;
+    this.context.stdout.write(`${terminalLine(line)}\n`);
     return 0;
   }
 }
@@ -81,7 +83,7 @@ export class ImportJsonlCommand extends ImportCommand {
     examples: [['Import with a map', '$0 import jsonl metrics.jsonl runs/imported --map map.json']],
   });
 
-  map = Option.String('--map', { required: true, description: 'The map file (JSON): step key, column mapping, resolution, algorithm' });
+  map = valueOption('--map', { value: 'MAP', required: true, description: 'The map file (JSON): step key, column mapping, resolution, algorithm' });
 
   runImport(): ImportResult {
     return importJsonl(this.source, this.out, { map: this.map, algorithm: this.algorithm });

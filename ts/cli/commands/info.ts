@@ -7,7 +7,7 @@ import { SurfaceReads } from '../../reader/surface-reads.js';
 import { RECORDER_EVENT_KINDS } from '../../schema/event.js';
 import { ProbeCommand } from '../base-command.js';
 import { ago, bytes, isoSeconds, table } from '../format.js';
-import { runStatus } from '../run-status.js';
+import { runStatus } from '../../reader/run-status.js';
 
 export class InfoCommand extends ProbeCommand {
   static paths = [['info']];

@@ -2,28 +2,19 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { Command, Option } from 'clipanion';
-import * as t from 'typanion';
 
-import { RlprobeError } from '../../errors.js';
 import { RunReader } from '../../reader/run-reader.js';
 import { buildReport } from '../../report/build-report.js';
 import { renderHtml } from '../../report/html.js';
 import { renderMarkdown } from '../../report/markdown.js';
 import { ProbeCommand } from '../base-command.js';
 import { bytes } from '../format.js';
+import { valueOption } from '../named-options.js';
+import { isCount, isOneOf, isStepList } from '../option-values.js';
 import { Progress } from '../progress.js';
+import { terminalLine } from '../terminal-text.js';
 
-const isCount = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0));
 const FORMATS = ['html', 'md', 'both'] as const;
-
-/** `--steps 100,2000,5000` as step numbers. */
-export function parseStepList(s: string): number[] {
-  const parts = s.split(',').map((x) => x.trim()).filter(Boolean);
-  if (parts.length === 0 || parts.some((x) => !/^\d+$/.test(x))) {
-    throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid --steps ${JSON.stringify(s)}: expected step numbers separated by commas, e.g. 100,2000`);
-  }
-  return parts.map(Number);
-}
 
 export class ReportCommand extends ProbeCommand {
   static paths = [['report']];
@@ -50,14 +41,14 @@ export class ReportCommand extends ProbeCommand {
   });
 
   run = Option.String({ name: 'run' });
-  out = Option.String('--out', { description: 'Output file (html, both: report.html; md: standard output)' });
-  format = Option.String('--format', 'html', { description: 'html, md, or both', validator: t.isEnum(FORMATS) });
-  against = Option.String('--against', { description: 'A second run to compare with (a diff section)' });
-  steps = Option.String('--steps', { description: 'Show samples of these steps (comma-separated)' });
-  perReason = Option.String('--samples-per-reason', '4', { description: 'Samples shown per capture reason at each step', validator: isCount });
-  buckets = Option.String('--buckets', '1000', { description: 'Downsampling buckets per chart (2 points each)', validator: isCount });
+  out = valueOption('--out', { value: 'FILE', description: 'Output file (html, both: report.html; md: standard output)' });
+  format = valueOption('--format', { value: 'FORMAT', description: 'html, md, or both', default: 'html', validator: isOneOf(FORMATS) });
+  against = valueOption('--against', { value: 'RUN', description: 'A second run to compare with (a diff section)' });
+  steps = valueOption('--steps', { value: 'STEP,…', description: 'Show samples of these steps (comma-separated)', validator: isStepList });
+  perReason = valueOption('--samples-per-reason', { value: 'N', description: 'Samples shown per capture reason at each step', default: '4', validator: isCount });
+  buckets = valueOption('--buckets', { value: 'N', description: 'Downsampling buckets per chart (2 points each)', default: '1000', validator: isCount });
   samples = Option.Boolean('--samples', true, { description: 'Read samples (--no-samples: charts and findings only)' });
-  link = Option.String('--link', { description: 'Markdown: where the HTML report will be (URL or path)' });
+  link = valueOption('--link', { value: 'URL', description: 'Markdown: where the HTML report will be (URL or path)' });
 
   async exec(): Promise<number> {
     const reader = RunReader.open(this.run);
@@ -66,7 +57,7 @@ export class ReportCommand extends ProbeCommand {
     let stages = 0;
     const report = await buildReport(reader, {
       against,
-      steps: this.steps === undefined ? undefined : parseStepList(this.steps),
+      steps: this.steps,
       samplesPerReason: this.perReason,
       buckets: this.buckets,
       samples: this.samples,
@@ -83,7 +74,7 @@ export class ReportCommand extends ProbeCommand {
       if (this.out === undefined) this.context.stdout.write(md);
       else {
         writeFileSync(this.out, md);
-        this.context.stdout.write(`wrote ${this.out} (${bytes(Buffer.byteLength(md))}): ${summary}\n`);
+        this.context.stdout.write(`${terminalLine(`wrote ${this.out} (${bytes(Buffer.byteLength(md))}): ${summary}`)}\n`);
       }
       return 0;
     }
@@ -92,12 +83,12 @@ export class ReportCommand extends ProbeCommand {
     writeFileSync(htmlPath, html);
     progress.update(stages, stages, 'done');
     progress.done();
-    this.context.stdout.write(`wrote ${htmlPath} (${bytes(Buffer.byteLength(html))}): ${summary}\n`);
+    this.context.stdout.write(`${terminalLine(`wrote ${htmlPath} (${bytes(Buffer.byteLength(html))}): ${summary}`)}\n`);
     if (this.format === 'both') {
       const mdPath = htmlPath.replace(/\.html?$/i, '') + '.md';
       // the Markdown sits beside the HTML, so a relative link survives moving both
       writeFileSync(mdPath, renderMarkdown(report, { htmlLink: this.link ?? encodeURI(path.basename(htmlPath)) }));
-      this.context.stdout.write(`wrote ${mdPath}\n`);
+      this.context.stdout.write(`${terminalLine(`wrote ${mdPath}`)}\n`);
     }
     return 0;
   }

@@ -1,11 +1,15 @@
-import { Command, Option } from 'clipanion';
-import * as t from 'typanion';
+import { Command, Option, UsageError } from 'clipanion';
 
-import { RlprobeError } from '../../errors.js';
+import { diagnose } from '../../doctor/diagnose.js';
+import { findingByCode } from '../../doctor/finding-by-code.js';
 import { RunReader } from '../../reader/run-reader.js';
 import type { SampleQuery } from '../../reader/sample-stream.js';
+import { CAPTURE_REASONS } from '../../schema/sample-record.js';
 import type { StoredSampleRecord } from '../../schema/sample-record.js';
 import { ProbeCommand } from '../base-command.js';
+import { listOption, valueOption } from '../named-options.js';
+import { areCounts, isCount, isRewardRange, isStepRange, orList } from '../option-values.js';
+import { terminalLine, terminalText } from '../terminal-text.js';
 
 const WHY: Record<string, string> = {
   top_k: 'top reward of its batch',
@@ -13,8 +17,6 @@ const WHY: Record<string, string> = {
   random: 'random draw from the middle',
   all: 'whole batch kept',
 };
-
-const isCount = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0));
 
 function num(x: number | undefined, digits = 3, signed = false): string {
   if (x === undefined) return '—';
@@ -28,23 +30,25 @@ function oneLine(text: string, max: number): string {
   return flat.length > max ? `${flat.slice(0, max)}… (${text.length} chars)` : flat;
 }
 
-/** `--reward 0.9..` / `..0` / `0.2..0.8` → inclusive bounds (either side may be open). */
-export function parseRewardRange(s: string): { rewardMin?: number; rewardMax?: number } {
-  const m = /^\s*([-+0-9.eE]*)\s*\.\.\s*([-+0-9.eE]*)\s*$/.exec(s);
-  const bound = (x: string | undefined) => (x === undefined || x === '' ? undefined : Number(x));
-  const lo = bound(m?.[1]);
-  const hi = bound(m?.[2]);
-  if (!m || (lo === undefined && hi === undefined) || Number.isNaN(lo) || Number.isNaN(hi)) {
-    throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --reward ${JSON.stringify(s)}: expected MIN..MAX, MIN.. or ..MAX, e.g. 0.9..`);
+/**
+ * Refuses a --reason that no sample can have: the standard reasons always pass; one of the
+ * caller's own (`logSamples` with `select: false` keeps it) only when the run has it.
+ */
+function checkReasons(reader: RunReader, reasons: readonly string[]): void {
+  const own = [...new Set(reasons.filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r)))];
+  if (own.length === 0) return;
+  const found = new Set<string>();
+  for (const s of reader.samples({ reason: own, columns: ['capture_reason'] })) {
+    found.add(s.capture_reason ?? '');
+    if (found.size === own.length) return;
   }
-  return { rewardMin: lo, rewardMax: hi };
-}
-
-/** `--steps 100..200` → [100, 200]. */
-export function parseStepRange(s: string): [number, number] {
-  const m = /^\s*(\d+)\s*(?:\.\.|-|:)\s*(\d+)\s*$/.exec(s);
-  if (!m) throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --steps ${JSON.stringify(s)}: expected FROM..TO, e.g. 100..200`);
-  return [Number(m[1]), Number(m[2])];
+  const unknown = own.find((r) => !found.has(r));
+  if (unknown === undefined) return;
+  // the error path only: every reason the run has, to list them
+  const inRun = new Set<string>();
+  for (const s of reader.samples({ columns: ['capture_reason'] })) if (s.capture_reason) inRun.add(s.capture_reason);
+  const valid = [...CAPTURE_REASONS, ...[...inRun].filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r)).sort()];
+  throw new UsageError(`invalid --reason ${JSON.stringify(unknown)}: expected ${orList(valid)}`);
 }
 
 export class SamplesCommand extends ProbeCommand {
@@ -67,16 +71,19 @@ export class SamplesCommand extends ProbeCommand {
   });
 
   run = Option.String({ name: 'run' });
-  step = Option.String('--step', { description: 'Only this step', validator: isCount });
-  steps = Option.String('--steps', { description: 'Only steps FROM..TO (inclusive)' });
-  reasons = Option.Array('--reason', [], { description: 'Only this capture reason: top_k, bottom_k, random, all (repeatable)' });
-  group = Option.String('--group', { description: 'Only this group id' });
-  ranks = Option.Array('--rank', [], { description: 'Only this rank (repeatable)' });
-  limit = Option.String('--limit', '50', { description: 'Print at most N samples (0: all)', validator: isCount });
-  reward = Option.String('--reward', { description: 'Only rewards in MIN..MAX (either side may be open: 0.9.. or ..0)' });
+  step = valueOption('--step', { value: 'N', description: 'Only this step', validator: isCount });
+  steps = valueOption('--steps', { value: 'FROM..TO', description: 'Only steps FROM..TO (inclusive)', validator: isStepRange });
+  reasons = listOption('--reason', {
+    value: 'REASON',
+    description: `Only this capture reason: ${CAPTURE_REASONS.join(', ')}, or one of the run's own`,
+  });
+  group = valueOption('--group', { value: 'ID', description: 'Only this group id' });
+  ranks = listOption('--rank', { value: 'N', description: 'Only this rank', validator: areCounts });
+  limit = valueOption('--limit', { value: 'N', description: 'Print at most N samples (0: all)', default: '50', validator: isCount });
+  reward = valueOption('--reward', { value: 'MIN..MAX', description: 'Only rewards in MIN..MAX (either side may be open: 0.9.. or ..0)', validator: isRewardRange });
   truncated = Option.Boolean('--truncated', { description: 'Only truncated completions (--no-truncated: only terminated ones)' });
-  text = Option.String('--text', { description: 'Only samples whose prompt or completion contains this (case-insensitive)' });
-  aroundFinding = Option.String('--around-finding', { description: 'Only the steps of this doctor finding (e.g. ENTROPY_COLLAPSE), from onset to last step' });
+  text = valueOption('--text', { value: 'TEXT', description: 'Only samples whose prompt or completion contains this (case-insensitive)' });
+  aroundFinding = valueOption('--around-finding', { value: 'CODE', description: 'Only the steps of this doctor finding (e.g. ENTROPY_COLLAPSE), from onset to last step' });
   full = Option.Boolean('--full', false, { description: 'Print prompt and completion in full' });
   json = Option.Boolean('--json', false, { description: 'One JSON object per line instead of text' });
 
@@ -84,19 +91,17 @@ export class SamplesCommand extends ProbeCommand {
     const reader = RunReader.open(this.run);
     const query: SampleQuery = {};
     if (this.step !== undefined) query.step = this.step;
-    if (this.steps !== undefined) query.stepRange = parseStepRange(this.steps);
-    if (this.reasons.length) query.reason = this.reasons;
+    if (this.steps !== undefined) query.stepRange = this.steps;
+    if (this.reasons.length) {
+      checkReasons(reader, this.reasons);
+      query.reason = this.reasons;
+    }
     if (this.group !== undefined) query.group = this.group;
-    if (this.reward !== undefined) Object.assign(query, parseRewardRange(this.reward));
+    if (this.reward !== undefined) Object.assign(query, this.reward);
     if (this.truncated !== undefined) query.truncated = this.truncated;
     if (this.text !== undefined) query.text = this.text;
-    if (this.aroundFinding !== undefined) query.aroundFinding = this.aroundFinding;
-    if (this.ranks.length) {
-      query.rank = this.ranks.map((r) => {
-        if (!/^\d+$/.test(r)) throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --rank ${JSON.stringify(r)}: expected a non-negative integer`);
-        return Number(r);
-      });
-    }
+    if (this.aroundFinding !== undefined) query.aroundFinding = findingByCode(diagnose(reader, { samples: false }), this.aroundFinding);
+    if (this.ranks.length) query.rank = this.ranks;
     const out = this.context.stdout;
     let printed = 0;
     for (const s of reader.samples(query)) {
@@ -117,31 +122,35 @@ export function sampleJsonLine(s: StoredSampleRecord): string {
   return `${JSON.stringify(s, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v))}\n`;
 }
 
-/** One sample for a person: why it was kept, its numbers, then prompt and completion (`full`: whole). */
+/**
+ * One sample for a person: why it was kept, its numbers, then prompt and completion
+ * (`full`: whole, over several lines). Ids, keys and labels come from the trainer and
+ * texts from the model: each line is escaped for the terminal.
+ */
 export function formatSample(s: StoredSampleRecord, full: boolean): string {
   const reason = s.capture_reason ?? '—';
   const why = WHY[reason] ? ` (${WHY[reason]})` : '';
   const len = s.completion_len === undefined ? '' : `  len ${s.completion_len}${s.truncated ? ' TRUNCATED' : ''}`;
   const group = s.group_id === undefined ? '' : `  group ${s.group_id}`;
   const lines = [
-    `step ${s.step}  ${reason}${why}  reward ${num(s.reward_total)}  adv ${num(s.advantage, 3, true)}${len}${group}  rank ${s.rank}  id ${s.sample_id}`,
+    terminalLine(`step ${s.step}  ${reason}${why}  reward ${num(s.reward_total)}  adv ${num(s.advantage, 3, true)}${len}${group}  rank ${s.rank}  id ${s.sample_id}`),
   ];
   if (s.reward_components) {
-    lines.push(`  components  ${Object.entries(s.reward_components).map(([k, v]) => `${k}=${num(v)}`).join('  ')}`);
+    lines.push(terminalLine(`  components  ${Object.entries(s.reward_components).map(([k, v]) => `${k}=${num(v)}`).join('  ')}`));
   }
   const extras: string[] = [];
   if (s.logprob_mean !== undefined) extras.push(`logprob_mean=${num(s.logprob_mean)}`);
   if (s.kl_contribution !== undefined) extras.push(`kl=${num(s.kl_contribution, 4)}`);
   for (const [k, v] of Object.entries(s.extra ?? {})) extras.push(`${k}=${num(v)}`);
-  if (extras.length) lines.push(`  metrics     ${extras.join('  ')}`);
+  if (extras.length) lines.push(terminalLine(`  metrics     ${extras.join('  ')}`));
   if (s.span_id !== undefined || s.labels !== undefined) {
     const labels = Object.entries(s.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
-    lines.push(`  span        ${s.span_id ?? '—'}${labels ? `  labels ${labels}` : ''}`);
+    lines.push(terminalLine(`  span        ${s.span_id ?? '—'}${labels ? `  labels ${labels}` : ''}`));
   }
   const show = (label: string, text: string | undefined) => {
     if (text === undefined) return;
-    if (full) lines.push(`  ${label}:`, ...text.split('\n').map((l) => `    ${l}`));
-    else lines.push(`  ${label.padEnd(10)}  ${oneLine(text, 160)}`);
+    if (full) lines.push(`  ${label}:`, ...text.split('\n').map((l) => `    ${terminalText(l)}`));
+    else lines.push(`  ${label.padEnd(10)}  ${terminalLine(oneLine(text, 160))}`);
   };
   show('prompt', s.prompt_text);
   show('completion', s.completion_text);

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 
 import { Command, Option } from 'clipanion';
 import * as t from 'typanion';
@@ -37,7 +38,9 @@ export class ScaleBenchCommand extends ProbeCommand {
   async exec(): Promise<number> {
     if (this.read !== undefined) {
       // one surface of the read phase, in a child process of its own
-      this.context.stdout.write(`${JSON.stringify(await readScaleSurface(this.read, this.surface))}\n`);
+      // the surfaces that time probe commands run them through this CLI (colourless)
+      const probe = (args: string[], io: { stdout: Writable; stderr: Writable }) => this.cli.run(args, { ...io, colorDepth: 1 });
+      this.context.stdout.write(`${JSON.stringify(await readScaleSurface(this.read, this.surface, probe))}\n`);
       return 0;
     }
     if (this.out !== undefined && existsSync(this.out) && readdirSync(this.out).length > 0) {

@@ -1,16 +1,16 @@
 import { Command, Option } from 'clipanion';
-import * as t from 'typanion';
 
-import { RlprobeError } from '../../errors.js';
 import { RunReader } from '../../reader/run-reader.js';
 import { spanForest } from '../../reader/span-reader.js';
 import type { SpanQuery } from '../../reader/span-reader.js';
 import type { SpanRecord, SpanTreeNode } from '../../schema/span-record.js';
 import { ProbeCommand } from '../base-command.js';
 import { isoSeconds } from '../format.js';
-import { parseStepRange } from './samples.js';
+import { listOption, valueOption } from '../named-options.js';
+import { areKeyValues, areOneOf, isCount, isStepRange } from '../option-values.js';
+import { terminalLine } from '../terminal-text.js';
 
-const isCount = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0));
+const SPAN_STATUSES = ['ok', 'error', 'open'] as const;
 
 /** 0.0123 → "12.3 ms", 75 → "1m15s"; open spans read "open". */
 export function formatDuration(seconds: number | null): string {
@@ -36,13 +36,16 @@ export function keyAttributes(s: SpanRecord, max = 4): string {
   return parts.join(' ');
 }
 
-/** One span on one line: kind and name, duration, status, step, labels, attributes, id. */
+/**
+ * One span on one line: kind and name, duration, status, step, labels, attributes, id.
+ * Names, labels and attributes come from the trainer or a trajectory: escaped for the terminal.
+ */
 export function spanLine(s: SpanRecord): string {
   const status = s.status === 'ok' ? '' : s.status === 'error' ? `  ERROR ${s.error ?? ''}` : '  OPEN';
   const step = s.step === null ? '' : `  step ${s.step}`;
   const labels = Object.entries(s.labels).map(([k, v]) => `${k}=${v}`).join(' ');
   const attrs = keyAttributes(s);
-  return `${s.kind} ${JSON.stringify(s.name)}  ${formatDuration(s.duration_s)}${status}${step}${labels ? `  [${labels}]` : ''}${attrs ? `  ${attrs}` : ''}  id ${s.span_id}`;
+  return terminalLine(`${s.kind} ${JSON.stringify(s.name)}  ${formatDuration(s.duration_s)}${status}${step}${labels ? `  [${labels}]` : ''}${attrs ? `  ${attrs}` : ''}  id ${s.span_id}`);
 }
 
 /** A tree as indented lines, children by start time. */
@@ -73,34 +76,27 @@ export class SpanListCommand extends ProbeCommand {
   });
 
   run = Option.String({ name: 'run' });
-  step = Option.String('--step', { description: 'Only this step', validator: isCount });
-  steps = Option.String('--steps', { description: 'Only steps FROM..TO (inclusive)' });
-  kinds = Option.Array('--kind', [], { description: 'Only this kind: rollout, turn, tool_call, epoch, evaluation, … (repeatable)' });
-  roots = Option.Array('--root', [], { description: 'Only the tree with this root span id (repeatable)' });
-  ids = Option.Array('--id', [], { description: 'Only this span id (repeatable)' });
-  labels = Option.Array('--label', [], { description: 'Only spans with this label, KEY=VALUE (repeatable: all must match)' });
-  status = Option.Array('--status', [], { description: 'Only this status: ok, error, open (repeatable)' });
+  step = valueOption('--step', { value: 'N', description: 'Only this step', validator: isCount });
+  steps = valueOption('--steps', { value: 'FROM..TO', description: 'Only steps FROM..TO (inclusive)', validator: isStepRange });
+  kinds = listOption('--kind', { value: 'KIND', description: 'Only this kind: rollout, turn, tool_call, epoch, evaluation, …' });
+  roots = listOption('--root', { value: 'ID', description: 'Only the tree with this root span id' });
+  ids = listOption('--id', { value: 'ID', description: 'Only this span id' });
+  labels = listOption('--label', { value: 'KEY=VALUE', description: 'Only spans with this label (all given must match)', validator: areKeyValues('sample=s-17') });
+  status = listOption('--status', { value: 'STATUS', description: `Only this status: ${SPAN_STATUSES.join(', ')}`, validator: areOneOf(SPAN_STATUSES) });
   tree = Option.Boolean('--tree', false, { description: 'Print the trees the matching spans belong to' });
-  limit = Option.String('--limit', '200', { description: 'At most N spans (N trees with --tree); 0: all', validator: isCount });
+  limit = valueOption('--limit', { value: 'N', description: 'At most N spans (N trees with --tree); 0: all', default: '200', validator: isCount });
   json = Option.Boolean('--json', false, { description: 'Print JSON (an array of spans, or of trees with --tree)' });
 
   async exec(): Promise<number> {
     const reader = RunReader.open(this.run);
     const query: SpanQuery = {};
     if (this.step !== undefined) query.step = this.step;
-    if (this.steps !== undefined) query.stepRange = parseStepRange(this.steps);
+    if (this.steps !== undefined) query.stepRange = this.steps;
     if (this.kinds.length) query.kind = this.kinds;
     if (this.roots.length) query.root = this.roots;
     if (this.ids.length) query.id = this.ids;
-    if (this.status.length) query.status = this.status as SpanQuery['status'];
-    if (this.labels.length) {
-      query.label = {};
-      for (const kv of this.labels) {
-        const at = kv.indexOf('=');
-        if (at <= 0) throw new RlprobeError('RLPROBE_INVALID_QUERY', `invalid --label ${JSON.stringify(kv)}: expected KEY=VALUE, e.g. sample=s-17`);
-        query.label[kv.slice(0, at)] = kv.slice(at + 1);
-      }
-    }
+    if (this.status.length) query.status = this.status;
+    if (this.labels.length) query.label = Object.fromEntries(this.labels);
     const out = this.context.stdout;
     if (!this.tree) {
       if (this.limit > 0) query.limit = this.limit;

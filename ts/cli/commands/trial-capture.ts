@@ -2,7 +2,10 @@ import { Command, Option } from 'clipanion';
 
 import { captureTrial } from '../../trials/capture.js';
 import { ProbeCommand } from '../base-command.js';
-import { captureLine, isCount, isPositive, loadParserModules, parseContext } from './trial-common.js';
+import { listOption, valueOption } from '../named-options.js';
+import { areKeyValues, isCount, isPositive } from '../option-values.js';
+import { terminalLine } from '../terminal-text.js';
+import { captureLine, loadParserModules } from './trial-common.js';
 
 export class TrialCaptureCommand extends ProbeCommand {
   static paths = [['trial', 'capture']];
@@ -21,14 +24,14 @@ export class TrialCaptureCommand extends ProbeCommand {
   });
 
   trialDir = Option.String({ name: 'trial_dir' });
-  run = Option.String('--run', { required: true, description: 'The run directory to capture into' });
-  step = Option.String('--step', { required: true, description: 'The training step the trial belongs to', validator: isCount });
-  sampleId = Option.String('--sample-id', { description: 'The sample id (becomes the label `sample`)' });
-  groupId = Option.String('--group-id', { description: 'The group id (becomes the label `group`)' });
-  contextPairs = Option.Array('--context', [], { description: 'A launcher correlation field KEY=VALUE, kept under source.context (repeatable)' });
-  maxFileBytes = Option.String('--max-file-bytes', { description: 'Skip files larger than this (default 268435456)', validator: isPositive });
-  maxSpans = Option.String('--max-spans', { description: 'Write at most this many spans; the rest are cut, counted and reported (default 50000)', validator: isPositive });
-  parserModules = Option.Array('--parser-module', [], { description: 'A JS module registering trajectory parsers (repeatable)' });
+  run = valueOption('--run', { value: 'RUN', required: true, description: 'The run directory to capture into' });
+  step = valueOption('--step', { value: 'N', required: true, description: 'The training step the trial belongs to', validator: isCount });
+  sampleId = valueOption('--sample-id', { value: 'ID', description: 'The sample id (becomes the label `sample`)' });
+  groupId = valueOption('--group-id', { value: 'ID', description: 'The group id (becomes the label `group`)' });
+  contextPairs = listOption('--context', { value: 'KEY=VALUE', description: 'A launcher correlation field, kept under source.context', validator: areKeyValues('rollout_id=r-17') });
+  maxFileBytes = valueOption('--max-file-bytes', { value: 'BYTES', description: 'Skip files larger than this (default 268435456)', validator: isPositive });
+  maxSpans = valueOption('--max-spans', { value: 'N', description: 'Write at most this many spans; the rest are cut, counted and reported (default 50000)', validator: isPositive });
+  parserModules = listOption('--parser-module', { value: 'FILE', description: 'A JS module registering trajectory parsers' });
   json = Option.Boolean('--json', false, { description: 'Print the capture manifest as JSON' });
 
   async exec(): Promise<number> {
@@ -38,11 +41,11 @@ export class TrialCaptureCommand extends ProbeCommand {
       step: this.step,
       sampleId: this.sampleId,
       groupId: this.groupId,
-      context: parseContext(this.contextPairs),
+      context: Object.fromEntries(this.contextPairs),
       maxFileBytes: this.maxFileBytes,
       maxSpans: this.maxSpans,
     });
-    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${captureLine(m, this.run)}\n`);
+    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${terminalLine(captureLine(m, this.run))}\n`);
     return 0;
   }
 }

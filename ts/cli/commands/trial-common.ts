@@ -1,7 +1,6 @@
-/** What the `probe trial …` commands share: option parsing, parser modules, one-line summaries. */
+/** What the `probe trial …` commands share: parser modules, one-line summaries. */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as t from 'typanion';
 
 import { RlprobeError } from '../../errors.js';
 import type { CaptureManifest } from '../../trials/manifest.js';
@@ -10,20 +9,6 @@ import type { Ledger, StatusCounts } from '../../trials/ledger.js';
 import { registerTrajectoryParser } from '../../trials/trajectory/plan.js';
 import type { TrajectoryParser } from '../../trials/trajectory/plan.js';
 import { bytes } from '../format.js';
-
-export const isCount = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(0));
-export const isPositive = t.cascade(t.isNumber(), t.isInteger(), t.isAtLeast(1));
-
-/** `--context k=v` options as an object; a pair without `=` or key is refused by name. */
-export function parseContext(pairs: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const kv of pairs) {
-    const at = kv.indexOf('=');
-    if (at <= 0) throw new RlprobeError('RLPROBE_INVALID_OPTION', `invalid --context ${JSON.stringify(kv)}: expected KEY=VALUE, e.g. rollout_id=r-17`);
-    out[kv.slice(0, at)] = kv.slice(at + 1);
-  }
-  return out;
-}
 
 /**
  * Loads user parser modules (`--parser-module`): each may call `registerTrajectoryParser`

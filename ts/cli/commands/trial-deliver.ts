@@ -2,6 +2,8 @@ import { Command, Option } from 'clipanion';
 
 import { deliverStaged } from '../../trials/staging.js';
 import { ProbeCommand } from '../base-command.js';
+import { valueOption } from '../named-options.js';
+import { terminalLine } from '../terminal-text.js';
 import { captureLine } from './trial-common.js';
 
 export class TrialDeliverCommand extends ProbeCommand {
@@ -21,7 +23,7 @@ export class TrialDeliverCommand extends ProbeCommand {
   });
 
   staging = Option.String({ name: 'staging_dir' });
-  run = Option.String('--run', { required: true, description: 'The run directory to deliver into' });
+  run = valueOption('--run', { value: 'RUN', required: true, description: 'The run directory to deliver into' });
   json = Option.Boolean('--json', false, { description: 'Print the delivery results as JSON' });
 
   async exec(): Promise<number> {
@@ -31,16 +33,16 @@ export class TrialDeliverCommand extends ProbeCommand {
     else {
       for (const r of results) {
         if (r.manifest) {
-          out.write(`${captureLine(r.manifest, this.run).replace(/^captured/, 'delivered')}\n`);
+          out.write(`${terminalLine(captureLine(r.manifest, this.run).replace(/^captured/, 'delivered'))}\n`);
           continue;
         }
         if (r.error !== undefined) {
-          out.write(`NOT DELIVERED ${r.dir}: ${r.error}\n`);
+          out.write(`${terminalLine(`NOT DELIVERED ${r.dir}: ${r.error}`)}\n`);
           continue;
         }
-        out.write(`NOT DELIVERED ${r.dir}: ${r.delivered} files confirmed, ${r.unconfirmed.length} not:\n`);
-        for (const u of r.unconfirmed) out.write(`  ${u.status.padEnd(7)} ${u.path}  (attempts ${u.attempts}${u.last_error ? `; ${u.last_error}` : ''})\n`);
-        out.write(`  run \`probe trial deliver ${r.dir} --run ${this.run}\` again to retry\n`);
+        out.write(`${terminalLine(`NOT DELIVERED ${r.dir}: ${r.delivered} files confirmed, ${r.unconfirmed.length} not:`)}\n`);
+        for (const u of r.unconfirmed) out.write(`${terminalLine(`  ${u.status.padEnd(7)} ${u.path}  (attempts ${u.attempts}${u.last_error ? `; ${u.last_error}` : ''})`)}\n`);
+        out.write(`${terminalLine(`  run \`probe trial deliver ${r.dir} --run ${this.run}\` again to retry`)}\n`);
       }
     }
     return results.every((r) => r.status === 'delivered') ? 0 : 1;

@@ -3,6 +3,8 @@ import { Command, Option } from 'clipanion';
 import { RunReader } from '../../reader/run-reader.js';
 import { expandCapture } from '../../trials/capture.js';
 import { ProbeCommand } from '../base-command.js';
+import { listOption, valueOption } from '../named-options.js';
+import { terminalLine } from '../terminal-text.js';
 import { captureLine, loadParserModules } from './trial-common.js';
 
 export class TrialExpandCommand extends ProbeCommand {
@@ -22,15 +24,15 @@ export class TrialExpandCommand extends ProbeCommand {
 
   run = Option.String({ name: 'run' });
   capture = Option.String({ name: 'capture' });
-  file = Option.String('--file', { description: 'Expand this collected file (trial-relative) instead of agent/trajectory.json' });
-  parserModules = Option.Array('--parser-module', [], { description: 'A JS module registering trajectory parsers (repeatable)' });
+  file = valueOption('--file', { value: 'PATH', description: 'Expand this collected file (trial-relative) instead of agent/trajectory.json' });
+  parserModules = listOption('--parser-module', { value: 'FILE', description: 'A JS module registering trajectory parsers' });
   json = Option.Boolean('--json', false, { description: 'Print the rewritten capture manifest as JSON' });
 
   async exec(): Promise<number> {
     await loadParserModules(this.parserModules);
     const t = RunReader.open(this.run).trial(this.capture);
     const m = expandCapture(t.run_dir, t.capture_key, this.file);
-    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${captureLine(m, this.run).replace(/^captured/, 'expanded')}\n`);
+    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${terminalLine(captureLine(m, this.run).replace(/^captured/, 'expanded'))}\n`);
     return 0;
   }
 }

@@ -2,8 +2,10 @@ import { Command, Option } from 'clipanion';
 
 import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
-import { parseStepRange } from './samples.js';
-import { isCount, ledgerText, rewardText, spansText, statusText, trajectoryText } from './trial-common.js';
+import { valueOption } from '../named-options.js';
+import { isCount, isStepRange } from '../option-values.js';
+import { terminalLine } from '../terminal-text.js';
+import { ledgerText, rewardText, spansText, statusText, trajectoryText } from './trial-common.js';
 
 export class TrialListCommand extends ProbeCommand {
   static paths = [['trial', 'list']];
@@ -18,13 +20,13 @@ export class TrialListCommand extends ProbeCommand {
   });
 
   run = Option.String({ name: 'run' });
-  step = Option.String('--step', { description: 'Only this step', validator: isCount });
-  steps = Option.String('--steps', { description: 'Only steps FROM..TO (inclusive)' });
+  step = valueOption('--step', { value: 'N', description: 'Only this step', validator: isCount });
+  steps = valueOption('--steps', { value: 'FROM..TO', description: 'Only steps FROM..TO (inclusive)', validator: isStepRange });
   json = Option.Boolean('--json', false, { description: 'Print the capture manifests as JSON' });
 
   async exec(): Promise<number> {
     const reader = RunReader.open(this.run);
-    const trials = reader.trials({ step: this.step, stepRange: this.steps === undefined ? undefined : parseStepRange(this.steps) });
+    const trials = reader.trials({ step: this.step, stepRange: this.steps });
     const out = this.context.stdout;
     if (this.json) {
       out.write(`${JSON.stringify(trials)}\n`);
@@ -32,13 +34,13 @@ export class TrialListCommand extends ProbeCommand {
     }
     for (const t of trials) {
       const ids = [t.sample_id ? `sample=${t.sample_id}` : '', t.group_id ? `group=${t.group_id}` : ''].filter(Boolean).join(' ');
-      out.write(`step ${t.step}  ${t.capture_key}  ${JSON.stringify(t.trial.name)}  ${statusText(t)}  ${rewardText(t.trial.rewards)}${ids ? `  [${ids}]` : ''}\n`);
-      out.write(`    files ${ledgerText(t.ledger)}; ${trajectoryText(t)}; ${spansText(t)}\n`);
+      out.write(`${terminalLine(`step ${t.step}  ${t.capture_key}  ${JSON.stringify(t.trial.name)}  ${statusText(t)}  ${rewardText(t.trial.rewards)}${ids ? `  [${ids}]` : ''}`)}\n`);
+      out.write(`${terminalLine(`    files ${ledgerText(t.ledger)}; ${trajectoryText(t)}; ${spansText(t)}`)}\n`);
     }
     if (trials.length === 0) out.write(this.step === undefined && this.steps === undefined ? 'no trials captured in this run\n' : 'no trials captured at those steps\n');
-    for (const b of reader.brokenTrials()) out.write(`unreadable capture ${b.dir}: ${b.error}\n`);
+    for (const b of reader.brokenTrials()) out.write(`${terminalLine(`unreadable capture ${b.dir}: ${b.error}`)}\n`);
     const unfinished = reader.unfinishedTrials();
-    if (unfinished.length) out.write(`${unfinished.length} capture(s) unfinished (being written, or interrupted: capture or deliver again): ${unfinished.join(', ')}\n`);
+    if (unfinished.length) out.write(`${terminalLine(`${unfinished.length} capture(s) unfinished (being written, or interrupted: capture or deliver again): ${unfinished.join(', ')}`)}\n`);
     return 0;
   }
 }

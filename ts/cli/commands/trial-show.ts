@@ -8,8 +8,11 @@ import type { LedgerEntry } from '../../trials/ledger.js';
 import { FILE_ROLES } from '../../trials/roles.js';
 import { ProbeCommand } from '../base-command.js';
 import { bytes, table } from '../format.js';
+import { valueOption } from '../named-options.js';
+import { isCount } from '../option-values.js';
+import { terminalLine, terminalText } from '../terminal-text.js';
 import { formatDuration, treeLines } from './span-list.js';
-import { isCount, ledgerText, rewardText, statusCountsText, statusText, trajectoryText } from './trial-common.js';
+import { ledgerText, rewardText, statusCountsText, statusText, trajectoryText } from './trial-common.js';
 
 function countNodes(n: SpanTreeNode): number {
   return 1 + n.children.reduce((a, c) => a + countNodes(c), 0);
@@ -34,7 +37,7 @@ function boundedTree(root: SpanTreeNode, limit: number): { tree: unknown; omitte
 function ledgerLine(e: LedgerEntry): string {
   const size = e.size === null ? '' : bytes(e.size);
   const sha = e.sha256 ? e.sha256.slice(0, 12) : '';
-  return `  ${e.status.padEnd(9)} ${e.role.padEnd(15)} ${size.padStart(10)}  ${sha.padEnd(12)}  ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`;
+  return `${terminalLine(`  ${e.status.padEnd(9)} ${e.role.padEnd(15)} ${size.padStart(10)}  ${sha.padEnd(12)}  ${e.path}${e.reason ? `  — ${e.reason}` : ''}`)}\n`;
 }
 
 /** `config 1 collected; other 800 collected, 5 skipped`: every role that has entries, in role order. */
@@ -65,7 +68,7 @@ export class TrialShowCommand extends ProbeCommand {
 
   run = Option.String({ name: 'run' });
   capture = Option.String({ name: 'capture' });
-  treeLimit = Option.String('--tree-lines', '400', { description: 'Print at most N lines (JSON: nodes) of the span tree; 0: all', validator: isCount });
+  treeLimit = valueOption('--tree-lines', { value: 'N', description: 'Print at most N lines (JSON: nodes) of the span tree; 0: all', default: '400', validator: isCount });
   files = Option.Boolean('--files', false, { description: 'List every ledger entry, not only the first of each reason' });
   json = Option.Boolean('--json', false, { description: 'Print the manifest and the span tree as JSON' });
 
@@ -103,8 +106,9 @@ export class TrialShowCommand extends ProbeCommand {
     }
     out.write(`${table(rows)}\n`);
     if (tr.exception?.traceback || tr.exception?.text) {
-      const text = (tr.exception.traceback || tr.exception.text || '').trimEnd().split('\n');
-      out.write(`\nexception:\n${text.slice(-12).map((l) => `  ${l}`).join('\n')}\n`);
+      // the trial's own text, printed over several lines: each line escaped for the terminal
+      const text = (tr.exception.traceback || tr.exception.text || '').trimEnd().split(/\r?\n/);
+      out.write(`\nexception:\n${text.slice(-12).map((l) => `  ${terminalText(l)}`).join('\n')}\n`);
     }
     this.writeLedger(t);
     if (tree) {
@@ -122,12 +126,12 @@ export class TrialShowCommand extends ProbeCommand {
     const out = this.context.stdout;
     out.write(`\nfiles: ${ledgerText(t.ledger)}\n`);
     const roles = byRoleText(t);
-    if (roles !== null) out.write(`  by role   ${roles}\n`);
+    if (roles !== null) out.write(`  by role   ${terminalLine(roles)}\n`);
     const entries = this.files ? allLedgerEntries(t.dir, t.ledger) : t.ledger.entries;
     for (const e of entries) out.write(ledgerLine(e));
     if (!this.files) {
       for (const r of t.ledger.by_reason ?? []) {
-        if (r.count > r.listed) out.write(`  … ${r.count - r.listed} more ${r.status}${r.reason_code ? ` (${r.reason_code})` : ''} (--files lists all)\n`);
+        if (r.count > r.listed) out.write(`${terminalLine(`  … ${r.count - r.listed} more ${r.status}${r.reason_code ? ` (${r.reason_code})` : ''} (--files lists all)`)}\n`);
       }
     }
     out.write(`  covers: ${t.ledger.covers}\n  sandbox: ${t.ledger.sandbox}\n`);

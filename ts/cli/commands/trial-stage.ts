@@ -2,7 +2,10 @@ import { Command, Option } from 'clipanion';
 
 import { stageTrial } from '../../trials/staging.js';
 import { ProbeCommand } from '../base-command.js';
-import { isCount, isPositive, ledgerText, parseContext, rewardText } from './trial-common.js';
+import { listOption, valueOption } from '../named-options.js';
+import { areKeyValues, isCount, isPositive } from '../option-values.js';
+import { terminalLine } from '../terminal-text.js';
+import { ledgerText, rewardText } from './trial-common.js';
 
 export class TrialStageCommand extends ProbeCommand {
   static paths = [['trial', 'stage']];
@@ -17,13 +20,13 @@ export class TrialStageCommand extends ProbeCommand {
   });
 
   trialDir = Option.String({ name: 'trial_dir' });
-  to = Option.String('--to', { required: true, description: 'The staging directory (a spool: one subdirectory per trial)' });
-  step = Option.String('--step', { required: true, description: 'The training step the trial belongs to', validator: isCount });
-  sampleId = Option.String('--sample-id', { description: 'The sample id (becomes the label `sample`)' });
-  groupId = Option.String('--group-id', { description: 'The group id (becomes the label `group`)' });
-  contextPairs = Option.Array('--context', [], { description: 'A launcher correlation field KEY=VALUE (repeatable)' });
-  maxFileBytes = Option.String('--max-file-bytes', { description: 'Skip files larger than this (default 268435456)', validator: isPositive });
-  maxSpans = Option.String('--max-spans', { description: 'Write at most this many spans; the rest are cut, counted and reported (default 50000)', validator: isPositive });
+  to = valueOption('--to', { value: 'DIR', required: true, description: 'The staging directory (a spool: one subdirectory per trial)' });
+  step = valueOption('--step', { value: 'N', required: true, description: 'The training step the trial belongs to', validator: isCount });
+  sampleId = valueOption('--sample-id', { value: 'ID', description: 'The sample id (becomes the label `sample`)' });
+  groupId = valueOption('--group-id', { value: 'ID', description: 'The group id (becomes the label `group`)' });
+  contextPairs = listOption('--context', { value: 'KEY=VALUE', description: 'A launcher correlation field', validator: areKeyValues('rollout_id=r-17') });
+  maxFileBytes = valueOption('--max-file-bytes', { value: 'BYTES', description: 'Skip files larger than this (default 268435456)', validator: isPositive });
+  maxSpans = valueOption('--max-spans', { value: 'N', description: 'Write at most this many spans; the rest are cut, counted and reported (default 50000)', validator: isPositive });
   json = Option.Boolean('--json', false, { description: 'Print the staged record as JSON' });
 
   async exec(): Promise<number> {
@@ -32,12 +35,12 @@ export class TrialStageCommand extends ProbeCommand {
       step: this.step,
       sampleId: this.sampleId,
       groupId: this.groupId,
-      context: parseContext(this.contextPairs),
+      context: Object.fromEntries(this.contextPairs),
       maxFileBytes: this.maxFileBytes,
       maxSpans: this.maxSpans,
     });
     if (this.json) this.context.stdout.write(`${JSON.stringify({ dir, ...staged }, null, 2)}\n`);
-    else this.context.stdout.write(`staged ${JSON.stringify(staged.trial.name)} for step ${staged.step} in ${dir}: ${rewardText(staged.trial.rewards)}; files ${ledgerText(staged.collection)}; delivery pending\n`);
+    else this.context.stdout.write(`${terminalLine(`staged ${JSON.stringify(staged.trial.name)} for step ${staged.step} in ${dir}: ${rewardText(staged.trial.rewards)}; files ${ledgerText(staged.collection)}; delivery pending`)}\n`);
     return 0;
   }
 }

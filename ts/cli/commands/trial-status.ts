@@ -3,6 +3,7 @@ import { Command, Option } from 'clipanion';
 import { stagingStatus } from '../../trials/staging.js';
 import { ProbeCommand } from '../base-command.js';
 import { LISTED_PER_REASON } from '../../trials/ledger.js';
+import { terminalLine } from '../terminal-text.js';
 import { ledgerText, rewardText } from './trial-common.js';
 
 export class TrialStatusCommand extends ProbeCommand {
@@ -31,13 +32,16 @@ export class TrialStatusCommand extends ProbeCommand {
       const d = s.delivery;
       const files = Object.entries(d.files);
       const done = files.filter(([, f]) => f.status === 'delivered').length;
-      out.write(`${dir}\n`);
-      out.write(`  trial       ${JSON.stringify(s.trial.name)}  step ${s.step}  ${rewardText(s.trial.rewards)}${s.trial.exception ? `  FAILED ${s.trial.exception.type ?? ''}` : ''}\n`);
-      out.write(`  collection  ${ledgerText(s.collection)}  (staged ${s.source.staged_at})\n`);
+      // staged records hold the trial's names, paths and errors: each line escaped for the terminal
+      out.write(`${terminalLine(dir)}\n`);
+      out.write(`${terminalLine(`  trial       ${JSON.stringify(s.trial.name)}  step ${s.step}  ${rewardText(s.trial.rewards)}${s.trial.exception ? `  FAILED ${s.trial.exception.type ?? ''}` : ''}`)}\n`);
+      out.write(`${terminalLine(`  collection  ${ledgerText(s.collection)}  (staged ${s.source.staged_at})`)}\n`);
       out.write(
-        `  delivery    ${d.status.toUpperCase()}  ${done}/${files.length} files confirmed` +
-          `${d.attempts ? `, ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}` : ''}${d.run_dir ? ` into ${d.run_dir}` : ''}` +
-          `${d.delivered_at ? ` at ${d.delivered_at}` : ''}${d.status !== 'delivered' && d.last_error ? `\n              last error: ${d.last_error}` : ''}\n`,
+        terminalLine(
+          `  delivery    ${d.status.toUpperCase()}  ${done}/${files.length} files confirmed` +
+            `${d.attempts ? `, ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}` : ''}${d.run_dir ? ` into ${d.run_dir}` : ''}` +
+            `${d.delivered_at ? ` at ${d.delivered_at}` : ''}`,
+        ) + `${d.status !== 'delivered' && d.last_error ? `\n              last error: ${terminalLine(d.last_error)}` : ''}\n`,
       );
       // bounded: the first LISTED_PER_REASON of each collection and delivery status (--files: all)
       const shown = new Map<string, number>();
@@ -50,7 +54,7 @@ export class TrialStatusCommand extends ProbeCommand {
         shown.set(group, n);
         if (!this.files && n > LISTED_PER_REASON) continue;
         const delivery = f ? `${f.status}${f.attempts > 1 || f.status === 'failed' ? ` (attempts ${f.attempts}${f.last_error ? `; ${f.last_error}` : ''})` : ''}` : '-';
-        out.write(`    ${e.status.padEnd(9)} ${delivery.padEnd(9)} ${e.path}${e.reason ? `  — ${e.reason}` : ''}\n`);
+        out.write(`${terminalLine(`    ${e.status.padEnd(9)} ${delivery.padEnd(9)} ${e.path}${e.reason ? `  — ${e.reason}` : ''}`)}\n`);
       }
       const more = [...shown.values()].reduce((a, n) => a + Math.max(0, n - LISTED_PER_REASON), 0);
       if (!this.files && more > 0) out.write(`    … ${more} more not collected or not delivered (--files lists all)\n`);

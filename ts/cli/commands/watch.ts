@@ -2,11 +2,14 @@ import { Command, Option } from 'clipanion';
 
 import { formatFinding } from '../../doctor/format.js';
 import { RunWatcher } from '../../doctor/watch.js';
-import { RlprobeError } from '../../errors.js';
 import { ProbeCommand } from '../base-command.js';
+import { EXIT_CODES } from '../exit-codes.js';
+import { valueOption } from '../named-options.js';
+import { isNumberIn, isOneOf, isPositive } from '../option-values.js';
+import { terminalLine } from '../terminal-text.js';
 
 /** Exit code after a halt: the run was stopped on a finding. */
-export const HALTED_EXIT_CODE = 2;
+export const HALTED_EXIT_CODE = EXIT_CODES.findings;
 
 export class WatchCommand extends ProbeCommand {
   static paths = [['watch']];
@@ -28,24 +31,18 @@ export class WatchCommand extends ProbeCommand {
 
   run = Option.String({ name: 'run' });
   json = Option.Boolean('--json', false, { description: 'One JSON object per finding (and per halt)' });
-  interval = Option.String('--interval', '2000', { description: 'Milliseconds between looks at the run' });
-  haltOn = Option.String('--halt-on', 'critical', { description: 'Severity that halts: critical, warn or never' });
-  minConfidence = Option.String('--min-confidence', '0.7', { description: 'A finding below this confidence never halts' });
-  haltPid = Option.String('--halt-pid', { description: 'Send SIGTERM to this process on a halt' });
-  haltCommand = Option.String('--halt-command', { description: 'Run this shell command on a halt' });
+  interval = valueOption('--interval', { value: 'MS', description: 'Milliseconds between looks at the run (at least 10)', default: '2000', validator: isNumberIn(10, Infinity) });
+  haltOn = valueOption('--halt-on', { value: 'SEVERITY', description: 'Severity that halts: critical, warn or never', default: 'critical', validator: isOneOf(['critical', 'warn', 'never']) });
+  minConfidence = valueOption('--min-confidence', { value: 'P', description: 'A finding below this confidence (0..1) never halts', default: '0.7', validator: isNumberIn(0, 1) });
+  haltPid = valueOption('--halt-pid', { value: 'PID', description: 'Send SIGTERM to this process on a halt', validator: isPositive });
+  haltCommand = valueOption('--halt-command', { value: 'COMMAND', description: 'Run this shell command on a halt' });
 
   async exec(): Promise<number> {
-    const interval = Number(this.interval);
-    if (!Number.isFinite(interval) || interval < 10) throw bad('--interval', this.interval, 'a number of milliseconds ≥ 10');
-    if (!['critical', 'warn', 'never'].includes(this.haltOn)) throw bad('--halt-on', this.haltOn, 'critical, warn or never');
-    const minConfidence = Number(this.minConfidence);
-    if (!(minConfidence >= 0 && minConfidence <= 1)) throw bad('--min-confidence', this.minConfidence, 'a number in 0..1');
-    const haltPid = this.haltPid === undefined ? undefined : Number(this.haltPid);
-    if (haltPid !== undefined && !(Number.isSafeInteger(haltPid) && haltPid > 0)) throw bad('--halt-pid', this.haltPid, 'a process id');
+    const interval = this.interval;
     const watcher = new RunWatcher(this.run, {
-      haltOn: this.haltOn as 'critical' | 'warn' | 'never',
-      minConfidence,
-      haltPid,
+      haltOn: this.haltOn,
+      minConfidence: this.minConfidence,
+      haltPid: this.haltPid,
       haltCommand: this.haltCommand,
     });
     const out = this.context.stdout;
@@ -59,13 +56,13 @@ export class WatchCommand extends ProbeCommand {
         interval,
         (r) => {
           if (!announced && !this.json) {
-            this.context.stderr.write(`watching ${watcher.runDir} (${r.points} logged points so far)\n`);
+            this.context.stderr.write(`watching ${terminalLine(watcher.runDir)} (${r.points} logged points so far)\n`);
             announced = true;
           }
           for (const f of r.findings) out.write(this.json ? `${JSON.stringify({ type: 'finding', ...f })}\n` : `${formatFinding(f)}\n`);
           if (r.halt) {
             halted = true;
-            out.write(this.json ? `${JSON.stringify({ type: 'halt', code: r.halt.finding.code, actions: r.halt.actions })}\n` : `HALT on ${r.halt.finding.code}: ${r.halt.actions.join('; ')}\n`);
+            out.write(this.json ? `${JSON.stringify({ type: 'halt', code: r.halt.finding.code, actions: r.halt.actions })}\n` : `${terminalLine(`HALT on ${r.halt.finding.code}: ${r.halt.actions.join('; ')}`)}\n`);
           }
           if (r.ended && !this.json) this.context.stderr.write(`run ended after ${r.points} logged points\n`);
         },
@@ -74,10 +71,6 @@ export class WatchCommand extends ProbeCommand {
     } finally {
       process.off('SIGINT', onSigint);
     }
-    return halted ? HALTED_EXIT_CODE : 0;
+    return halted ? HALTED_EXIT_CODE : EXIT_CODES.ok;
   }
-}
-
-function bad(option: string, value: unknown, expected: string): RlprobeError {
-  return new RlprobeError('RLPROBE_INVALID_QUERY', `invalid ${option} ${JSON.stringify(value)}: expected ${expected}`);
 }
