@@ -28,7 +28,9 @@ fn best_ms(mut f: impl FnMut()) -> f64 {
 }
 
 fn read_unchecked(path: &std::path::Path, column: Option<&str>) -> usize {
-    let mut b = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().with_batch_size(65_536);
+    let mut b = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+        .unwrap()
+        .with_batch_size(65_536);
     if let Some(c) = column {
         let i = b.schema().index_of(c).unwrap();
         let mask = ProjectionMask::roots(b.parquet_schema(), [i]);
@@ -49,7 +51,10 @@ fn read_checked(path: &std::path::Path, column: Option<&str>) -> usize {
 }
 
 fn main() {
-    let rows: u64 = std::env::var("ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let rows: u64 = std::env::var("ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let table = SynthRun::new(42, rows).table();
     let dir = std::env::temp_dir().join(format!("rlprobe-bench-checksums-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -57,23 +62,46 @@ fn main() {
     let now = dir.join("now.parquet");
     let batch = table.to_record_batch().unwrap();
     let write_before = best_ms(|| {
-        let props = writer_properties(batch.schema().as_ref(), Codec::default(), Vec::new()).unwrap().into_builder().set_offset_index_disabled(false).build();
-        let mut w = ArrowWriter::try_new(File::create(&before).unwrap(), batch.schema(), Some(props)).unwrap();
+        let props = writer_properties(batch.schema().as_ref(), Codec::default(), Vec::new())
+            .unwrap()
+            .into_builder()
+            .set_offset_index_disabled(false)
+            .build();
+        let mut w =
+            ArrowWriter::try_new(File::create(&before).unwrap(), batch.schema(), Some(props))
+                .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
     });
     let write_now = best_ms(|| {
-        let mut w = arrow_writer(File::create(&now).unwrap(), &now, batch.schema(), Codec::default(), Vec::new()).unwrap();
+        let mut w = arrow_writer(
+            File::create(&now).unwrap(),
+            &now,
+            batch.schema(),
+            Codec::default(),
+            Vec::new(),
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.into_inner().unwrap();
     });
     let size = |p: &std::path::Path| std::fs::metadata(p).unwrap().len() as f64 / 1e6;
     println!("steps table: {rows} rows x {} columns", table.names.len());
     println!("{:<40} {:>10} {:>10}", "", "before", "now");
-    println!("{:<40} {:>10.3} {:>10.3}", "file MB", size(&before), size(&now));
-    println!("{:<40} {:>10.1} {:>10.1}", "write ms", write_before, write_now);
+    println!(
+        "{:<40} {:>10.3} {:>10.3}",
+        "file MB",
+        size(&before),
+        size(&now)
+    );
+    println!(
+        "{:<40} {:>10.1} {:>10.1}",
+        "write ms", write_before, write_now
+    );
     for column in [None, Some("loss")] {
-        let label = column.map_or("read all columns ms".to_string(), |c| format!("read `{c}` alone ms"));
+        let label = column.map_or("read all columns ms".to_string(), |c| {
+            format!("read `{c}` alone ms")
+        });
         let unchecked = best_ms(|| assert_eq!(read_unchecked(&before, column), rows as usize));
         let checked = best_ms(|| assert_eq!(read_checked(&now, column), rows as usize));
         println!("{label:<40} {unchecked:>10.1} {checked:>10.1}");

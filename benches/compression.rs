@@ -12,15 +12,25 @@ use rlprobe_core::props::Codec;
 use rlprobe_core::synth::SynthRun;
 
 fn main() {
-    let rows: u64 = std::env::var("ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let rows: u64 = std::env::var("ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let table = SynthRun::new(42, rows).table();
     println!("steps table: {rows} rows x {} columns", table.names.len());
-    println!("{:<44} {:>10} {:>10} {:>10}", "candidate", "MB", "write ms", "B/row");
+    println!(
+        "{:<44} {:>10} {:>10} {:>10}",
+        "candidate", "MB", "write ms", "B/row"
+    );
     let mut candidates = Vec::new();
     for level in [1, 3, 6, 9] {
         for dictionary in [true, false] {
             for byte_stream_split in [false, true] {
-                candidates.push(Codec { zstd_level: level, dictionary, byte_stream_split });
+                candidates.push(Codec {
+                    zstd_level: level,
+                    dictionary,
+                    byte_stream_split,
+                });
             }
         }
     }
@@ -30,7 +40,14 @@ fn main() {
         let mut size = 0;
         for _ in 0..3 {
             let t = Instant::now();
-            let bytes = write_table(Vec::new(), std::path::Path::new("(in memory)"), &table, codec, Vec::new()).expect("write");
+            let bytes = write_table(
+                Vec::new(),
+                std::path::Path::new("(in memory)"),
+                &table,
+                codec,
+                Vec::new(),
+            )
+            .expect("write");
             best = best.min(t.elapsed().as_secs_f64() * 1e3);
             size = bytes.len();
         }
@@ -41,6 +58,11 @@ fn main() {
             codec.byte_stream_split,
             if codec == shipped { "  <- shipped" } else { "" }
         );
-        println!("{label:<44} {:>10.2} {:>10.1} {:>10.1}", size as f64 / 1e6, best, size as f64 / rows as f64);
+        println!(
+            "{label:<44} {:>10.2} {:>10.1} {:>10.1}",
+            size as f64 / 1e6,
+            best,
+            size as f64 / rows as f64
+        );
     }
 }

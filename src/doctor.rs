@@ -52,10 +52,22 @@ impl From<Finding> for NativeFinding {
             confidence: f.confidence,
             message: f.message,
             remedy: f.remedy,
-            evidence: f.evidence.into_iter().map(|(name, value)| NativeEvidence { name, value }).collect(),
+            evidence: f
+                .evidence
+                .into_iter()
+                .map(|(name, value)| NativeEvidence { name, value })
+                .collect(),
             columns: f.columns,
             root_cause: f.root_cause.map(Into::into),
-            samples: f.samples.into_iter().map(|s| NativeEvidenceSample { step: s.step, sample_id: s.sample_id, why: s.why }).collect(),
+            samples: f
+                .samples
+                .into_iter()
+                .map(|s| NativeEvidenceSample {
+                    step: s.step,
+                    sample_id: s.sample_id,
+                    why: s.why,
+                })
+                .collect(),
         }
     }
 }
@@ -104,7 +116,14 @@ pub struct NativeDetectorInfo {
 /// The detectors and the columns they read.
 #[napi(catch_unwind)]
 pub fn doctor_detectors() -> Vec<NativeDetectorInfo> {
-    DETECTORS.iter().map(|d| NativeDetectorInfo { name: d.name.into(), codes: d.codes.iter().map(|c| c.to_string()).collect(), reads: d.reads.into() }).collect()
+    DETECTORS
+        .iter()
+        .map(|d| NativeDetectorInfo {
+            name: d.name.into(),
+            codes: d.codes.iter().map(|c| c.to_string()).collect(),
+            reads: d.reads.into(),
+        })
+        .collect()
 }
 
 fn diagnose_options(o: Option<NativeDoctorOptions>) -> DiagnoseOptions {
@@ -131,7 +150,11 @@ impl From<RunDiagnosis> for NativeDiagnosis {
             skipped: d
                 .skipped
                 .into_iter()
-                .map(|s| NativeSkipped { detector: s.detector.into(), codes: s.codes.iter().map(|c| c.to_string()).collect(), reason: s.reason })
+                .map(|s| NativeSkipped {
+                    detector: s.detector.into(),
+                    codes: s.codes.iter().map(|c| c.to_string()).collect(),
+                    reason: s.reason,
+                })
                 .collect(),
             ran: d.ran.into_iter().map(Into::into).collect(),
         }
@@ -139,12 +162,17 @@ impl From<RunDiagnosis> for NativeDiagnosis {
 }
 
 fn diagnose_dir(dir: PathBuf, options: Option<NativeDoctorOptions>) -> Result<NativeDiagnosis> {
-    rlprobe_doctor::diagnose_run(&dir, &diagnose_options(options)).map(Into::into).map_err(js)
+    rlprobe_doctor::diagnose_run(&dir, &diagnose_options(options))
+        .map(Into::into)
+        .map_err(js)
 }
 
 /// Diagnoses the run in `run_dir` (rank 0's steps and samples).
 #[napi(catch_unwind)]
-pub fn diagnose_run(run_dir: String, options: Option<NativeDoctorOptions>) -> Result<NativeDiagnosis> {
+pub fn diagnose_run(
+    run_dir: String,
+    options: Option<NativeDoctorOptions>,
+) -> Result<NativeDiagnosis> {
     guard(|| diagnose_dir(PathBuf::from(run_dir), options))
 }
 
@@ -169,11 +197,24 @@ impl Task for DiagnoseTask {
 
 /// `diagnoseRun` on the libuv pool: two runs (probe diff) diagnose side by side.
 #[napi(ts_return_type = "Promise<NativeDiagnosis>")]
-pub fn diagnose_run_async(run_dir: String, options: Option<NativeDoctorOptions>) -> AsyncTask<DiagnoseTask> {
-    AsyncTask::new(DiagnoseTask { dir: PathBuf::from(run_dir), options })
+pub fn diagnose_run_async(
+    run_dir: String,
+    options: Option<NativeDoctorOptions>,
+) -> AsyncTask<DiagnoseTask> {
+    AsyncTask::new(DiagnoseTask {
+        dir: PathBuf::from(run_dir),
+        options,
+    })
 }
 
 /// Starts a recorder's live doctor; returns it and the tap its writer feeds.
-pub fn start_live(o: crate::recorder::NativeLiveDoctorOptions) -> Result<(LiveFeed, rlprobe_core::writer::StepTap)> {
-    LiveFeed::start(o.min_every.max(1) as usize, o.resolution.unwrap_or_default(), o.kl_per_token.unwrap_or(true)).map_err(js)
+pub fn start_live(
+    o: crate::recorder::NativeLiveDoctorOptions,
+) -> Result<(LiveFeed, rlprobe_core::writer::StepTap)> {
+    LiveFeed::start(
+        o.min_every.max(1) as usize,
+        o.resolution.unwrap_or_default(),
+        o.kl_per_token.unwrap_or(true),
+    )
+    .map_err(js)
 }

@@ -46,12 +46,23 @@ pub fn fail(code: Code, message: impl Into<String>) -> napi::Error<Code> {
 
 /// A failed Node-API call (its status and reason kept in the message).
 pub fn napi_failed(e: napi::Error) -> napi::Error<Code> {
-    fail(NATIVE, format!("Node-API call failed ({}): {}", e.status.as_ref(), e.reason))
+    fail(
+        NATIVE,
+        format!("Node-API call failed ({}): {}", e.status.as_ref(), e.reason),
+    )
 }
 
 /// Runs an export's body, a panic becoming an `RLPROBE_PANIC` error with its message.
 pub fn guard<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|p| Err(fail(PANIC, format!("rlprobe panicked: {}", rlprobe_core::writer::panic_message(&p)))))
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|p| {
+        Err(fail(
+            PANIC,
+            format!(
+                "rlprobe panicked: {}",
+                rlprobe_core::writer::panic_message(&p)
+            ),
+        ))
+    })
 }
 
 /// Settles an async task's result on the JS thread. A task computes on the libuv pool, where
@@ -66,5 +77,7 @@ pub fn settle<T>(env: Env, output: Result<T>) -> napi::Result<T> {
 #[napi]
 pub fn error_codes() -> Vec<String> {
     let core = rlprobe_core::Code::ALL.iter().map(|c| c.as_str());
-    core.chain(BINDING_CODES.iter().map(|c| c.0)).map(String::from).collect()
+    core.chain(BINDING_CODES.iter().map(|c| c.0))
+        .map(String::from)
+        .collect()
 }

@@ -33,11 +33,23 @@ pub struct NativeSkippedFile {
 }
 
 pub(crate) fn skipped(files: &[rlprobe_core::stream_files::SkippedFile]) -> Vec<NativeSkippedFile> {
-    files.iter().map(|f| NativeSkippedFile { path: f.path.display().to_string(), reason: f.reason.clone() }).collect()
+    files
+        .iter()
+        .map(|f| NativeSkippedFile {
+            path: f.path.display().to_string(),
+            reason: f.reason.clone(),
+        })
+        .collect()
 }
 
 pub(crate) fn damaged(files: &[rlprobe_core::stream_files::DamagedFile]) -> Vec<NativeSkippedFile> {
-    files.iter().map(|f| NativeSkippedFile { path: f.path.display().to_string(), reason: f.reason() }).collect()
+    files
+        .iter()
+        .map(|f| NativeSkippedFile {
+            path: f.path.display().to_string(),
+            reason: f.reason(),
+        })
+        .collect()
 }
 
 #[napi(object)]
@@ -70,7 +82,10 @@ impl From<CompactReport> for NativeCompactReport {
 /// Writes a file atomically (temporary, fsync, rename, fsync of the directory).
 #[napi(catch_unwind)]
 pub fn write_file_atomic(path: String, contents: String) -> Result<()> {
-    guard(|| rlprobe_core::atomic::write_file_atomic(&PathBuf::from(path), contents.as_bytes()).map_err(js))
+    guard(|| {
+        rlprobe_core::atomic::write_file_atomic(&PathBuf::from(path), contents.as_bytes())
+            .map_err(js)
+    })
 }
 
 pub struct SyncFilesystemTask {
@@ -82,7 +97,9 @@ impl Task for SyncFilesystemTask {
     type JsValue = ();
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(guard(|| rlprobe_core::atomic::sync_filesystem(&self.dir).map_err(js)))
+        Ok(guard(|| {
+            rlprobe_core::atomic::sync_filesystem(&self.dir).map_err(js)
+        }))
     }
 
     fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<()> {
@@ -94,7 +111,9 @@ impl Task for SyncFilesystemTask {
 /// pool (Linux; elsewhere it rejects and callers fsync each file).
 #[napi(catch_unwind)]
 pub fn sync_filesystem_async(dir: String) -> AsyncTask<SyncFilesystemTask> {
-    AsyncTask::new(SyncFilesystemTask { dir: PathBuf::from(dir) })
+    AsyncTask::new(SyncFilesystemTask {
+        dir: PathBuf::from(dir),
+    })
 }
 
 /// Panics on purpose, so the tests can show a Rust panic surfaces as a JS error.

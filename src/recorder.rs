@@ -141,7 +141,10 @@ fn with_slot<T>(handle: u32, f: impl FnOnce(&mut Slot) -> Result<T>) -> Result<T
             let mut slots = slots.borrow_mut();
             match slots.get_mut(handle as usize).and_then(Option::as_mut) {
                 Some(slot) => f(slot),
-                None => Err(fail(STATE, format!("no recorder with handle {handle} on this thread"))),
+                None => Err(fail(
+                    STATE,
+                    format!("no recorder with handle {handle} on this thread"),
+                )),
             }
         })
     })
@@ -187,7 +190,9 @@ impl NativeRecorder {
             // SAFETY: the memory lives as long as the Arc the finalizer holds, and the
             // words are atomics, so JS and the writer thread may both touch them.
             Ok(unsafe {
-                Float64Array::with_external_data(ptr.cast::<f64>(), bytes / 8, move |_, _| drop(memory))
+                Float64Array::with_external_data(ptr.cast::<f64>(), bytes / 8, move |_, _| {
+                    drop(memory)
+                })
             })
         })
     }
@@ -210,13 +215,17 @@ impl NativeRecorder {
     /// Records per wake-up.
     #[napi(catch_unwind)]
     pub fn wake_every(&self) -> Result<u32> {
-        with_slot(self.handle, |slot| Ok(slot.recorder.wake_every().min(u32::MAX as u64) as u32))
+        with_slot(self.handle, |slot| {
+            Ok(slot.recorder.wake_every().min(u32::MAX as u64) as u32)
+        })
     }
 
     /// The queue's bound in records.
     #[napi(catch_unwind)]
     pub fn ring_max_records(&self) -> Result<u32> {
-        with_slot(self.handle, |slot| Ok(slot.recorder.ring_memory().max_records()))
+        with_slot(self.handle, |slot| {
+            Ok(slot.recorder.ring_memory().max_records())
+        })
     }
 
     /// The column id for a record key; unknown top-level keys map to `extra.<key>`.
@@ -224,7 +233,10 @@ impl NativeRecorder {
     pub fn register(&self, key: String) -> Result<NativeColumnId> {
         with_slot(self.handle, |slot| {
             let (id, kind) = slot.recorder.register(&key).map_err(js)?;
-            Ok(NativeColumnId { id, kind: kind.as_str().into() })
+            Ok(NativeColumnId {
+                id,
+                kind: kind.as_str().into(),
+            })
         })
     }
 
@@ -235,20 +247,30 @@ impl NativeRecorder {
     pub fn register_all(&self, keys: Vec<String>) -> Result<Vec<NativeColumnId>> {
         with_slot(self.handle, |slot| {
             let cols = slot.recorder.register_all(&keys).map_err(js)?;
-            Ok(cols.into_iter().map(|(id, kind)| NativeColumnId { id, kind: kind.as_str().to_string() }).collect())
+            Ok(cols
+                .into_iter()
+                .map(|(id, kind)| NativeColumnId {
+                    id,
+                    kind: kind.as_str().to_string(),
+                })
+                .collect())
         })
     }
 
     #[napi(catch_unwind)]
     pub fn push_samples(&self, encoded: &[u8], count: u32) -> Result<bool> {
-        with_slot(self.handle, |slot| Ok(slot.recorder.push_samples(encoded.to_vec(), count as u64)))
+        with_slot(self.handle, |slot| {
+            Ok(slot.recorder.push_samples(encoded.to_vec(), count as u64))
+        })
     }
 
     /// Enqueues a batch of `count` encoded spans (the bytes are copied). False when the
     /// span queue was full and the batch was dropped (counted).
     #[napi(catch_unwind)]
     pub fn push_spans(&self, encoded: &[u8], count: u32) -> Result<bool> {
-        with_slot(self.handle, |slot| Ok(slot.recorder.push_spans(encoded.to_vec(), count as u64)))
+        with_slot(self.handle, |slot| {
+            Ok(slot.recorder.push_spans(encoded.to_vec(), count as u64))
+        })
     }
 
     /// A record the encoder refused: counted, and its `bad_record` event queued.
@@ -269,13 +291,19 @@ impl NativeRecorder {
     /// Writes an event line from this thread and fsyncs it (crash-class events).
     #[napi(catch_unwind)]
     pub fn write_event_now(&self, event_json: String) -> Result<()> {
-        with_slot(self.handle, |slot| slot.recorder.write_event_now(&event_json).map_err(js))
+        with_slot(self.handle, |slot| {
+            slot.recorder.write_event_now(&event_json).map_err(js)
+        })
     }
 
     /// Publishes everything queued and fsyncs events, waiting at most `timeout_ms`.
     #[napi(catch_unwind)]
     pub fn flush(&self, timeout_ms: u32) -> Result<bool> {
-        with_slot(self.handle, |slot| Ok(slot.recorder.flush(Duration::from_millis(timeout_ms as u64))))
+        with_slot(self.handle, |slot| {
+            Ok(slot
+                .recorder
+                .flush(Duration::from_millis(timeout_ms as u64)))
+        })
     }
 
     /// Flushes, optionally compacts, stops the writer; waits at most `timeout_ms`.
@@ -283,14 +311,26 @@ impl NativeRecorder {
     pub fn close(&self, compact: bool, timeout_ms: u32) -> Result<NativeCloseReport> {
         with_slot(self.handle, |slot| {
             slot.scratch = None;
-            slot.recorder.close(compact, Duration::from_millis(timeout_ms as u64)).map(Into::into).map_err(js)
+            slot.recorder
+                .close(compact, Duration::from_millis(timeout_ms as u64))
+                .map(Into::into)
+                .map_err(js)
         })
     }
 
     /// Live findings not taken yet (empty without a live doctor).
     #[napi(catch_unwind)]
     pub fn take_findings(&self) -> Result<Vec<NativeFinding>> {
-        with_slot(self.handle, |slot| Ok(slot.doctor.as_ref().map(|d| d.take()).unwrap_or_default().into_iter().map(Into::into).collect()))
+        with_slot(self.handle, |slot| {
+            Ok(slot
+                .doctor
+                .as_ref()
+                .map(|d| d.take())
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect())
+        })
     }
 
     /// Has the live doctor evaluate everything published so far (call after `flush`), and
@@ -298,7 +338,11 @@ impl NativeRecorder {
     #[napi(catch_unwind)]
     pub fn finish_doctor(&self, timeout_ms: u32) -> Result<Vec<NativeFinding>> {
         with_slot(self.handle, |slot| match &slot.doctor {
-            Some(d) => Ok(d.finish(Duration::from_millis(timeout_ms as u64)).into_iter().map(Into::into).collect()),
+            Some(d) => Ok(d
+                .finish(Duration::from_millis(timeout_ms as u64))
+                .into_iter()
+                .map(Into::into)
+                .collect()),
             None => Ok(Vec::new()),
         })
     }
@@ -337,7 +381,12 @@ fn open(env: Env, options: NativeRecorderOptions) -> Result<NativeRecorder> {
     let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let handle = SLOTS.with(|slots| {
         let mut slots = slots.borrow_mut();
-        let slot = Some(Slot { id, recorder, scratch: None, doctor });
+        let slot = Some(Slot {
+            id,
+            recorder,
+            scratch: None,
+            doctor,
+        });
         match slots.iter().position(Option::is_none) {
             Some(free) => {
                 slots[free] = slot;
@@ -350,11 +399,21 @@ fn open(env: Env, options: NativeRecorderOptions) -> Result<NativeRecorder> {
         }
     });
     if options.close_on_teardown == Some(true) {
-        let what = (handle as u32, id, options.rank as i64, options.thread_id.unwrap_or(0));
+        let what = (
+            handle as u32,
+            id,
+            options.rank as i64,
+            options.thread_id.unwrap_or(0),
+        );
         // no JS runs after teardown: this is the last moment the recording can be closed
-        env.add_env_cleanup_hook(what, |(handle, id, rank, thread_id)| close_on_teardown(handle, id, rank, thread_id)).map_err(napi_failed)?;
+        env.add_env_cleanup_hook(what, |(handle, id, rank, thread_id)| {
+            close_on_teardown(handle, id, rank, thread_id)
+        })
+        .map_err(napi_failed)?;
     }
-    Ok(NativeRecorder { handle: handle as u32 })
+    Ok(NativeRecorder {
+        handle: handle as u32,
+    })
 }
 
 /// The environment of a worker is going away with its recorder open: record why, then
@@ -399,14 +458,23 @@ impl Drop for NativeRecorder {
 /// `register_raw_exports`): the generated napi-rs wrapper costs ~0.4 µs a call on its
 /// own, more than the whole budget of `logStep`. Never throws: a missing recorder or a
 /// panic drops the record (counted by the recorder when it can be found).
-unsafe extern "C" fn push_step_raw(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+unsafe extern "C" fn push_step_raw(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
     let mut argc = 2usize;
     let mut argv = [std::ptr::null_mut(); 2];
     let mut handle = u32::MAX;
     let mut len = 0u32;
     unsafe {
-        if sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), std::ptr::null_mut(), std::ptr::null_mut())
-            != sys::Status::napi_ok
+        if sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        ) != sys::Status::napi_ok
             || argc < 2
             || sys::napi_get_value_uint32(env, argv[0], &mut handle) != sys::Status::napi_ok
             || sys::napi_get_value_uint32(env, argv[1], &mut len) != sys::Status::napi_ok
@@ -422,9 +490,11 @@ fn push_into_slot(handle: u32, len: u32) -> bool {
     SLOTS.with(|slots| {
         let slots = slots.borrow();
         match slots.get(handle as usize) {
-            Some(Some(Slot { recorder, scratch: Some(scratch), .. })) => {
-                recorder.push_step(&scratch[..(len as usize).min(scratch.len())])
-            }
+            Some(Some(Slot {
+                recorder,
+                scratch: Some(scratch),
+                ..
+            })) => recorder.push_step(&scratch[..(len as usize).min(scratch.len())]),
             _ => false,
         }
     })
@@ -434,7 +504,11 @@ fn push_into_slot(handle: u32, len: u32) -> bool {
 /// registering nothing; an `RLPROBE_INVALID` error for a key that cannot be a column.
 #[napi(catch_unwind)]
 pub fn step_column_kind(key: String) -> Result<String> {
-    guard(|| rlprobe_core::schema::resolve_step_key(&key).map(|(_, kind)| kind.as_str().to_string()).map_err(js))
+    guard(|| {
+        rlprobe_core::schema::resolve_step_key(&key)
+            .map(|(_, kind)| kind.as_str().to_string())
+            .map_err(js)
+    })
 }
 
 /// Typed declaration of `pushStep` (so the loader and the .d.ts export it). At load time
@@ -461,11 +535,16 @@ pub fn register_raw_exports(exports: Object, env: Env) -> napi::Result<()> {
             &mut function,
         );
         if status != sys::Status::napi_ok {
-            return Err(napi::Error::from_reason("rlprobe: could not create pushStep"));
+            return Err(napi::Error::from_reason(
+                "rlprobe: could not create pushStep",
+            ));
         }
-        let status = sys::napi_set_named_property(env.raw(), exports.raw(), c"pushStep".as_ptr(), function);
+        let status =
+            sys::napi_set_named_property(env.raw(), exports.raw(), c"pushStep".as_ptr(), function);
         if status != sys::Status::napi_ok {
-            return Err(napi::Error::from_reason("rlprobe: could not export pushStep"));
+            return Err(napi::Error::from_reason(
+                "rlprobe: could not export pushStep",
+            ));
         }
     }
     Ok(())

@@ -26,7 +26,11 @@ pub struct NativeSampling {
 }
 
 fn run_selection(rewards: &[f64], s: &NativeSampling) -> Vec<u32> {
-    let cfg = SamplingConfig { top_k: s.top_k as usize, bottom_k: s.bottom_k as usize, random_k: s.random_k as usize };
+    let cfg = SamplingConfig {
+        top_k: s.top_k as usize,
+        bottom_k: s.bottom_k as usize,
+        random_k: s.random_k as usize,
+    };
     let seed = call_seed(s.seed as u64, s.call as u64);
     let mut out = Vec::new();
     for (i, r) in select_samples(rewards, cfg, seed) {
@@ -64,14 +68,24 @@ impl Task for SelectTask {
 /// `selectSamplesSync` on the libuv thread pool, for batches large enough that the
 /// selection itself would show in the training loop. Same seed, same answer.
 #[napi(ts_return_type = "Promise<Uint32Array>")]
-pub fn select_samples_async(rewards: Float64Array, sampling: NativeSampling) -> AsyncTask<SelectTask> {
-    AsyncTask::new(SelectTask { rewards: rewards.to_vec(), sampling })
+pub fn select_samples_async(
+    rewards: Float64Array,
+    sampling: NativeSampling,
+) -> AsyncTask<SelectTask> {
+    AsyncTask::new(SelectTask {
+        rewards: rewards.to_vec(),
+        sampling,
+    })
 }
 
 /// Merges a run's sample parts into 4096-row shards (atomic, idempotent, crash-safe).
 #[napi(catch_unwind)]
 pub fn compact_samples(run_dir: String) -> Result<NativeCompactReport> {
-    guard(|| rlprobe_core::samples::compact_samples(&PathBuf::from(run_dir)).map(Into::into).map_err(js))
+    guard(|| {
+        rlprobe_core::samples::compact_samples(&PathBuf::from(run_dir))
+            .map(Into::into)
+            .map_err(js)
+    })
 }
 
 #[napi(object)]
@@ -99,11 +113,18 @@ pub struct NativeSampleFiles {
 /// files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn sample_files(run_dir: String) -> Result<NativeSampleFiles> {
-    let s = guard(|| rlprobe_core::samples::files::open_sample_sources(&PathBuf::from(run_dir)).map_err(js))?;
+    let s = guard(|| {
+        rlprobe_core::samples::files::open_sample_sources(&PathBuf::from(run_dir)).map_err(js)
+    })?;
     let files = s
         .files
         .iter()
-        .map(|f| NativeSampleFile { path: f.file.path.display().to_string(), rows: f.file.rows() as f64, bytes: f.file.len as f64, shard: f.shard })
+        .map(|f| NativeSampleFile {
+            path: f.file.path.display().to_string(),
+            rows: f.file.rows() as f64,
+            bytes: f.file.len as f64,
+            shard: f.shard,
+        })
         .collect();
     Ok(NativeSampleFiles {
         files,
@@ -164,11 +185,21 @@ pub struct NativeSampleCursor {
 #[napi]
 impl NativeSampleCursor {
     #[napi(constructor, catch_unwind)]
-    pub fn new(run_dir: String, filter: NativeSampleFilter, columns: Option<Vec<String>>, batch_rows: u32) -> Result<Self> {
+    pub fn new(
+        run_dir: String,
+        filter: NativeSampleFilter,
+        columns: Option<Vec<String>>,
+        batch_rows: u32,
+    ) -> Result<Self> {
         guard(|| Self::open(run_dir, filter, columns, batch_rows))
     }
 
-    fn open(run_dir: String, filter: NativeSampleFilter, columns: Option<Vec<String>>, batch_rows: u32) -> Result<Self> {
+    fn open(
+        run_dir: String,
+        filter: NativeSampleFilter,
+        columns: Option<Vec<String>>,
+        batch_rows: u32,
+    ) -> Result<Self> {
         let f = SampleFilter {
             step_min: filter.step_min.map(|x| x.ceil() as i64),
             step_max: filter.step_max.map(|x| x.floor() as i64),
@@ -185,7 +216,8 @@ impl NativeSampleCursor {
             Some(steps) => f.with_steps(steps.into_iter().map(|s| s as i64)),
             None => f,
         };
-        let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize).map_err(js)?;
+        let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize)
+            .map_err(js)?;
         Ok(NativeSampleCursor { cursor })
     }
 
@@ -206,7 +238,8 @@ impl NativeSampleCursor {
 }
 
 fn validity(a: &dyn Array) -> Option<Uint8Array> {
-    (a.null_count() > 0).then(|| Uint8Array::new((0..a.len()).map(|i| a.is_valid(i) as u8).collect()))
+    (a.null_count() > 0)
+        .then(|| Uint8Array::new((0..a.len()).map(|i| a.is_valid(i) as u8).collect()))
 }
 
 /// A batch as JS columns (numbers as Float64Array with NaN for null, texts as strings);
@@ -250,9 +283,16 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
             codes: None,
         };
         let numbers = |a: &dyn Array| -> Result<Vec<f64>> {
-            let cast = arrow::compute::cast(a, &DataType::Float64).map_err(|e| js(rlprobe_core::Error::arrow("handing a number column to JS", e)))?;
+            let cast = arrow::compute::cast(a, &DataType::Float64).map_err(|e| {
+                js(rlprobe_core::Error::arrow(
+                    "handing a number column to JS",
+                    e,
+                ))
+            })?;
             let f = cast.as_primitive::<Float64Type>();
-            Ok((0..f.len()).map(|i| if f.is_valid(i) { f.value(i) } else { f64::NAN }).collect())
+            Ok((0..f.len())
+                .map(|i| if f.is_valid(i) { f.value(i) } else { f64::NAN })
+                .collect())
         };
         let out = match dt {
             // a column that was never set (pyarrow writes Arrow null): absent
@@ -265,28 +305,52 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
                 } else {
                     "float"
                 };
-                NativeSampleColumn { values: Some(Float64Array::new(numbers(a)?)), ..col(kind) }
+                NativeSampleColumn {
+                    values: Some(Float64Array::new(numbers(a)?)),
+                    ..col(kind)
+                }
             }
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-                let cast = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| js(rlprobe_core::Error::arrow("handing a text column to JS", e)))?;
+                let cast = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| {
+                    js(rlprobe_core::Error::arrow("handing a text column to JS", e))
+                })?;
                 let s = cast.as_string::<i32>();
                 if dicts.contains(&field.name().as_str()) {
                     let (values, codes) = dict_column(s);
-                    NativeSampleColumn { texts: Some(values), codes: Some(Uint32Array::new(codes)), valid: None, ..col("dict") }
+                    NativeSampleColumn {
+                        texts: Some(values),
+                        codes: Some(Uint32Array::new(codes)),
+                        valid: None,
+                        ..col("dict")
+                    }
                 } else {
-                    let texts = (0..s.len()).map(|i| s.is_valid(i).then(|| s.value(i).to_string())).collect();
-                    NativeSampleColumn { texts: Some(texts), ..col("text") }
+                    let texts = (0..s.len())
+                        .map(|i| s.is_valid(i).then(|| s.value(i).to_string()))
+                        .collect();
+                    NativeSampleColumn {
+                        texts: Some(texts),
+                        ..col("text")
+                    }
                 }
             }
             DataType::List(inner) | DataType::LargeList(inner)
-                if inner.data_type().is_integer() || inner.data_type().is_floating() || inner.data_type() == &DataType::Null =>
+                if inner.data_type().is_integer()
+                    || inner.data_type().is_floating()
+                    || inner.data_type() == &DataType::Null =>
             {
-                let kind = if inner.data_type().is_floating() { "float_list" } else { "int_list" };
-                let cast = arrow::compute::cast(a, &DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new(
-                    "item",
-                    DataType::Float64,
-                    true,
-                ))))
+                let kind = if inner.data_type().is_floating() {
+                    "float_list"
+                } else {
+                    "int_list"
+                };
+                let cast = arrow::compute::cast(
+                    a,
+                    &DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new(
+                        "item",
+                        DataType::Float64,
+                        true,
+                    ))),
+                )
                 .map_err(|e| js(rlprobe_core::Error::arrow("handing a list column to JS", e)))?;
                 let l = cast.as_list::<i32>();
                 let offsets: Vec<i32> = l.value_offsets().to_vec();
@@ -304,5 +368,8 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
         };
         columns.push(out);
     }
-    Ok(NativeSampleBatch { rows: batch.num_rows() as u32, columns })
+    Ok(NativeSampleBatch {
+        rows: batch.num_rows() as u32,
+        columns,
+    })
 }

@@ -6,10 +6,12 @@ use std::path::PathBuf;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use rlprobe_core::spans::{read_spans as core_read_spans, span_counts as core_span_counts, SpanFilter};
+use rlprobe_core::spans::{
+    read_spans as core_read_spans, span_counts as core_span_counts, SpanFilter,
+};
 
-use crate::samples::{to_js_with_dicts, NativeSampleBatch};
 use crate::error::{guard, js, Result};
+use crate::samples::{to_js_with_dicts, NativeSampleBatch};
 use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
 
 #[napi(object)]
@@ -58,15 +60,36 @@ pub fn read_spans(run_dir: String, filter: NativeSpanFilter) -> Result<NativeSpa
         span_ids: set(filter.span_ids),
         root_ids: set(filter.root_ids),
         parent_ids: set(filter.parent_ids),
-        labels: filter.labels.unwrap_or_default().into_iter().filter(|kv| kv.len() == 2).map(|kv| (kv[0].clone(), kv[1].clone())).collect(),
+        labels: filter
+            .labels
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|kv| kv.len() == 2)
+            .map(|kv| (kv[0].clone(), kv[1].clone()))
+            .collect(),
         statuses: filter.statuses.unwrap_or_default(),
         limit: filter.limit.map(|n| n as usize),
     };
     // text that repeats across a run's spans crosses once per distinct value
-    const DICTS: &[&str] = &["parent_id", "root_id", "kind", "name", "status", "error", "sample_id", "group_id", "labels", "key"];
+    const DICTS: &[&str] = &[
+        "parent_id",
+        "root_id",
+        "kind",
+        "name",
+        "status",
+        "error",
+        "sample_id",
+        "group_id",
+        "labels",
+        "key",
+    ];
     guard(|| {
         let read = core_read_spans(&PathBuf::from(run_dir), &f).map_err(js)?;
-        Ok(NativeSpanRead { batch: to_js_with_dicts(&read.batch, DICTS)?, total: read.total as f64, matched: read.matched as f64 })
+        Ok(NativeSpanRead {
+            batch: to_js_with_dicts(&read.batch, DICTS)?,
+            total: read.total as f64,
+            matched: read.matched as f64,
+        })
     })
 }
 
@@ -76,7 +99,12 @@ pub fn span_counts(run_dir: String) -> Result<Vec<NativeSpanKindCount>> {
     let counts = guard(|| core_span_counts(&PathBuf::from(run_dir)).map_err(js))?;
     Ok(counts
         .into_iter()
-        .map(|c| NativeSpanKindCount { kind: c.kind, spans: c.spans as f64, open: c.open as f64, error: c.error as f64 })
+        .map(|c| NativeSpanKindCount {
+            kind: c.kind,
+            spans: c.spans as f64,
+            open: c.open as f64,
+            error: c.error as f64,
+        })
         .collect())
 }
 
@@ -95,7 +123,11 @@ pub struct NativeSpanFiles {
 pub fn span_files(run_dir: String) -> Result<NativeSpanFiles> {
     let s = guard(|| rlprobe_core::spans::read::open_sources(&PathBuf::from(run_dir)).map_err(js))?;
     Ok(NativeSpanFiles {
-        files: s.sources.iter().map(|f| f.file.path.display().to_string()).collect(),
+        files: s
+            .sources
+            .iter()
+            .map(|f| f.file.path.display().to_string())
+            .collect(),
         foreign: skipped(&s.foreign),
         damaged: damaged(&s.damaged),
     })
@@ -104,12 +136,20 @@ pub fn span_files(run_dir: String) -> Result<NativeSpanFiles> {
 /// Merges a run's span parts into `spans/spans.parquet`, each span once (atomic, idempotent).
 #[napi(catch_unwind)]
 pub fn compact_spans(run_dir: String) -> Result<NativeCompactReport> {
-    guard(|| rlprobe_core::spans::compact_spans(&PathBuf::from(run_dir)).map(Into::into).map_err(js))
+    guard(|| {
+        rlprobe_core::spans::compact_spans(&PathBuf::from(run_dir))
+            .map(Into::into)
+            .map_err(js)
+    })
 }
 
 /// Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
 /// spans in `encoded` (the recorder's wire form). Returns how many it holds.
 #[napi(catch_unwind)]
 pub fn write_capture_spans(run_dir: String, key: String, encoded: Uint8Array) -> Result<u32> {
-    guard(|| rlprobe_core::spans::write_capture_spans(&PathBuf::from(run_dir), &key, &encoded).map(|n| n as u32).map_err(js))
+    guard(|| {
+        rlprobe_core::spans::write_capture_spans(&PathBuf::from(run_dir), &key, &encoded)
+            .map(|n| n as u32)
+            .map_err(js)
+    })
 }

@@ -15,7 +15,11 @@ use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
 /// Merges a run's step parts into steps.parquet (atomic, idempotent, crash-safe).
 #[napi(catch_unwind)]
 pub fn compact_steps(run_dir: String) -> Result<NativeCompactReport> {
-    guard(|| rlprobe_core::compact_steps(&PathBuf::from(run_dir)).map(Into::into).map_err(js))
+    guard(|| {
+        rlprobe_core::compact_steps(&PathBuf::from(run_dir))
+            .map(Into::into)
+            .map_err(js)
+    })
 }
 
 #[napi(object)]
@@ -71,8 +75,17 @@ accounted!(accounted_i32, Int32Array, i32);
 
 /// Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`.
 #[napi(catch_unwind)]
-pub fn read_steps(env: Env, run_dir: String, columns: Option<Vec<String>>) -> Result<NativeStepTable> {
-    guard(|| steps_to_js(&env, rlprobe_core::read_steps(&PathBuf::from(run_dir), columns.as_deref()).map_err(js)?))
+pub fn read_steps(
+    env: Env,
+    run_dir: String,
+    columns: Option<Vec<String>>,
+) -> Result<NativeStepTable> {
+    guard(|| {
+        steps_to_js(
+            &env,
+            rlprobe_core::read_steps(&PathBuf::from(run_dir), columns.as_deref()).map_err(js)?,
+        )
+    })
 }
 
 fn steps_to_js(env: &Env, table: rlprobe_core::Table) -> Result<NativeStepTable> {
@@ -82,17 +95,32 @@ fn steps_to_js(env: &Env, table: rlprobe_core::Table) -> Result<NativeStepTable>
         let kind = col.kind().as_str().to_string();
         let valid = match col.null_count() {
             0 => None,
-            _ => Some(accounted_u8(env, col.valid.iter().map(|v| *v as u8).collect())?),
+            _ => Some(accounted_u8(
+                env,
+                col.valid.iter().map(|v| *v as u8).collect(),
+            )?),
         };
         let (values, offsets) = match col.values {
             ColumnValues::F64(v) => (v, None),
             // null rows read as NaN, like float columns
-            ColumnValues::I64(v) => {
-                (v.into_iter().zip(&col.valid).map(|(x, ok)| if *ok { x as f64 } else { f64::NAN }).collect(), None)
+            ColumnValues::I64(v) => (
+                v.into_iter()
+                    .zip(&col.valid)
+                    .map(|(x, ok)| if *ok { x as f64 } else { f64::NAN })
+                    .collect(),
+                None,
+            ),
+            ColumnValues::ListF64 { offsets, values } => {
+                (values, Some(accounted_i32(env, offsets)?))
             }
-            ColumnValues::ListF64 { offsets, values } => (values, Some(accounted_i32(env, offsets)?)),
         };
-        out.push(NativeColumn { name, kind, values: accounted_f64(env, values)?, valid, offsets });
+        out.push(NativeColumn {
+            name,
+            kind,
+            values: accounted_f64(env, values)?,
+            valid,
+            offsets,
+        });
     }
     Ok(NativeStepTable { rows, columns: out })
 }
@@ -127,7 +155,12 @@ fn step_files_of(sources: rlprobe_core::steps_files::TableSources) -> Result<Nat
     let files = sources
         .sources
         .iter()
-        .map(|s| NativeStepFile { path: s.file.path.display().to_string(), rows: s.file.rows() as f64, bytes: s.file.len as f64, compacted: s.compacted })
+        .map(|s| NativeStepFile {
+            path: s.file.path.display().to_string(),
+            rows: s.file.rows() as f64,
+            bytes: s.file.len as f64,
+            compacted: s.compacted,
+        })
         .collect();
     Ok(NativeStepFiles {
         files,
@@ -140,13 +173,16 @@ fn step_files_of(sources: rlprobe_core::steps_files::TableSources) -> Result<Nat
 /// The run's step columns (union over its files, from the footers alone), in table order.
 #[napi(catch_unwind)]
 pub fn step_columns(run_dir: String) -> Result<Vec<NativeFieldSpec>> {
-    let schema = guard(|| rlprobe_core::steps_files::step_schema(&PathBuf::from(run_dir)).map_err(js))?;
+    let schema =
+        guard(|| rlprobe_core::steps_files::step_schema(&PathBuf::from(run_dir)).map_err(js))?;
     Ok(schema
         .fields()
         .iter()
         .filter_map(|f| {
-            rlprobe_core::table::kind_of_arrow(f.data_type())
-                .map(|k| NativeFieldSpec { name: f.name().clone(), kind: k.as_str().into() })
+            rlprobe_core::table::kind_of_arrow(f.data_type()).map(|k| NativeFieldSpec {
+                name: f.name().clone(),
+                kind: k.as_str().into(),
+            })
         })
         .collect())
 }
@@ -164,6 +200,9 @@ pub fn step_field_specs() -> Result<Vec<NativeFieldSpec>> {
     Ok(FIXED_STEP_COLUMNS
         .iter()
         .chain(STEP_FIELDS)
-        .map(|(n, k): &(&str, ColumnKind)| NativeFieldSpec { name: n.to_string(), kind: k.as_str().into() })
+        .map(|(n, k): &(&str, ColumnKind)| NativeFieldSpec {
+            name: n.to_string(),
+            kind: k.as_str().into(),
+        })
         .collect())
 }

@@ -25,7 +25,9 @@ pub fn temp_path(dir: &Path, final_name: &str) -> PathBuf {
 pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
     {
-        File::open(dir).and_then(|d| d.sync_all()).at("fsync of the directory", dir)
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .at("fsync of the directory", dir)
     }
     #[cfg(not(unix))]
     {
@@ -44,7 +46,11 @@ pub fn publish<T>(
 ) -> Result<T> {
     let tmp = temp_path(dir, final_name);
     let result = (|| {
-        let file = OpenOptions::new().write(true).create_new(true).open(&tmp).at("creating", &tmp)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .at("creating", &tmp)?;
         let (out, file) = fill(file, &tmp)?;
         file.sync_all().at("fsync of", &tmp)?;
         drop(file);
@@ -81,24 +87,38 @@ pub fn sync_filesystem(dir: &Path) -> Result<()> {
         let d = File::open(dir).at("opening", dir)?;
         // SAFETY: a valid descriptor, owned by `d` for the call's duration
         if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-            return Err(Error::io("syncfs of the filesystem of", dir, io::Error::last_os_error()));
+            return Err(Error::io(
+                "syncfs of the filesystem of",
+                dir,
+                io::Error::last_os_error(),
+            ));
         }
         Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Err(Error::io("syncfs of the filesystem of", dir, io::Error::from(io::ErrorKind::Unsupported)))
+        Err(Error::io(
+            "syncfs of the filesystem of",
+            dir,
+            io::Error::from(io::ErrorKind::Unsupported),
+        ))
     }
 }
 
 /// Writes bytes atomically (the manifest).
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::InvalidOption {
-        option: "path",
-        value: format!("{:?}", path.display().to_string()),
-        reason: "it names no file (or not in UTF-8)".into(),
-    })?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::InvalidOption {
+            option: "path",
+            value: format!("{:?}", path.display().to_string()),
+            reason: "it names no file (or not in UTF-8)".into(),
+        })?;
     publish(dir, name, |mut f, tmp| {
         f.write_all(bytes).at("writing", tmp)?;
         Ok(((), f))
@@ -142,11 +162,20 @@ mod tests {
         assert_eq!(fs::read(dir.join("a.parquet")).unwrap(), b"hello");
         let err = publish::<()>(&dir, "b.parquet", |mut f, tmp| {
             f.write_all(b"half").at("writing", tmp)?;
-            Err(Error::Internal { what: "boom".into() })
+            Err(Error::Internal {
+                what: "boom".into(),
+            })
         });
         assert!(err.is_err());
-        let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, vec!["a.parquet"], "no temporary and no final file after a failure");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["a.parquet"],
+            "no temporary and no final file after a failure"
+        );
     }
 
     #[test]
@@ -155,7 +184,11 @@ mod tests {
         fs::write(dir.join("f"), b"x").unwrap();
         match sync_filesystem(&dir) {
             Ok(()) => assert!(cfg!(target_os = "linux")),
-            Err(e) => assert_eq!(e.io_source().map(io::Error::kind), Some(io::ErrorKind::Unsupported), "{e}"),
+            Err(e) => assert_eq!(
+                e.io_source().map(io::Error::kind),
+                Some(io::ErrorKind::Unsupported),
+                "{e}"
+            ),
         }
         assert!(sync_filesystem(&dir.join("missing")).is_err());
     }

@@ -52,7 +52,10 @@ impl BlockChecksums {
     }
 
     pub fn encode(&self) -> String {
-        let mut s = format!("{TAG} block={} data={} footer={:08x} blocks=", self.block, self.data_len, self.footer);
+        let mut s = format!(
+            "{TAG} block={} data={} footer={:08x} blocks=",
+            self.block, self.data_len, self.footer
+        );
         for c in &self.blocks {
             s.push_str(&format!("{c:08x}"));
         }
@@ -61,28 +64,51 @@ impl BlockChecksums {
 
     /// The record with every checksum zero: what the writer puts in the footer first.
     fn placeholder(data_len: u64) -> BlockChecksums {
-        BlockChecksums { block: BLOCK, data_len, footer: 0, blocks: vec![0; Self::block_count(data_len, BLOCK)] }
+        BlockChecksums {
+            block: BLOCK,
+            data_len,
+            footer: 0,
+            blocks: vec![0; Self::block_count(data_len, BLOCK)],
+        }
     }
 
     pub fn parse(v: &str) -> Result<BlockChecksums, String> {
         let mut fields = v.split(' ');
         if fields.next() != Some(TAG) {
-            return Err(format!("unknown checksum record {:?}", v.chars().take(40).collect::<String>()));
+            return Err(format!(
+                "unknown checksum record {:?}",
+                v.chars().take(40).collect::<String>()
+            ));
         }
         let mut get = |name: &str| -> Result<&str, String> {
-            fields.next().and_then(|f| f.strip_prefix(name)).and_then(|f| f.strip_prefix('=')).ok_or(format!("checksum record lacks {name}"))
+            fields
+                .next()
+                .and_then(|f| f.strip_prefix(name))
+                .and_then(|f| f.strip_prefix('='))
+                .ok_or(format!("checksum record lacks {name}"))
         };
-        let block: u64 = get("block")?.parse().map_err(|_| "bad checksum block size")?;
+        let block: u64 = get("block")?
+            .parse()
+            .map_err(|_| "bad checksum block size")?;
         let data_len: u64 = get("data")?.parse().map_err(|_| "bad checksummed length")?;
         let footer = u32::from_str_radix(get("footer")?, 16).map_err(|_| "bad footer checksum")?;
         let hex = get("blocks")?;
-        if !(4096..=1 << 30).contains(&block) || hex.len() != 8 * Self::block_count(data_len, block) {
+        if !(4096..=1 << 30).contains(&block) || hex.len() != 8 * Self::block_count(data_len, block)
+        {
             return Err("checksum record does not match its block count".into());
         }
         let blocks = (0..hex.len() / 8)
-            .map(|i| u32::from_str_radix(&hex[8 * i..8 * i + 8], 16).map_err(|_| "bad block checksum".to_string()))
+            .map(|i| {
+                u32::from_str_radix(&hex[8 * i..8 * i + 8], 16)
+                    .map_err(|_| "bad block checksum".to_string())
+            })
             .collect::<Result<_, _>>()?;
-        Ok(BlockChecksums { block, data_len, footer, blocks })
+        Ok(BlockChecksums {
+            block,
+            data_len,
+            footer,
+            blocks,
+        })
     }
 
     /// The record in a footer's raw metadata bytes, found before the footer is parsed (so a
@@ -90,7 +116,9 @@ impl BlockChecksums {
     pub fn find_in(metadata: &[u8]) -> Option<Result<BlockChecksums, String>> {
         let start = rfind(metadata, format!("{TAG} block=").as_bytes())?;
         let rest = &metadata[start..];
-        let Some(hex_at) = find(&rest[..rest.len().min(128)], b" blocks=").map(|i| i + " blocks=".len()) else {
+        let Some(hex_at) =
+            find(&rest[..rest.len().min(128)], b" blocks=").map(|i| i + " blocks=".len())
+        else {
             return Some(Err("damaged checksum record".into()));
         };
         let head = String::from_utf8_lossy(&rest[..hex_at]).to_string();
@@ -102,31 +130,45 @@ impl BlockChecksums {
                 Some(("data", v)) => (b, v),
                 _ => (b, d),
             });
-        let (Some(block), Some(data_len)) = count else { return Some(Err("damaged checksum record".into())) };
+        let (Some(block), Some(data_len)) = count else {
+            return Some(Err("damaged checksum record".into()));
+        };
         if block == 0 {
             return Some(Err("damaged checksum record".into()));
         }
-        let end = (data_len.div_ceil(block) as usize).saturating_mul(8).saturating_add(hex_at);
+        let end = (data_len.div_ceil(block) as usize)
+            .saturating_mul(8)
+            .saturating_add(hex_at);
         if end > rest.len() {
             return Some(Err("damaged checksum record (cut short)".into()));
         }
-        Some(BlockChecksums::parse(&String::from_utf8_lossy(&rest[..end])))
+        Some(BlockChecksums::parse(&String::from_utf8_lossy(
+            &rest[..end],
+        )))
     }
 
     /// Checks the footer's metadata bytes (without the 8-byte trailer) against the record
     /// found in them: its CRC is taken with the record's own footer digits as zeros.
     pub fn verify_footer(&self, metadata: &[u8], file_len: u64) -> Result<(), String> {
         if self.data_len + metadata.len() as u64 + 8 != file_len {
-            return Err(format!("checksums cover {} bytes before the footer, the file has {}", self.data_len, file_len - 8 - metadata.len() as u64));
+            return Err(format!(
+                "checksums cover {} bytes before the footer, the file has {}",
+                self.data_len,
+                file_len - 8 - metadata.len() as u64
+            ));
         }
         let encoded = self.encode();
-        let at = rfind(metadata, encoded.as_bytes()).ok_or("checksum record not found in the footer bytes")?;
+        let at = rfind(metadata, encoded.as_bytes())
+            .ok_or("checksum record not found in the footer bytes")?;
         let digits = at + encoded.find("footer=").unwrap() + "footer=".len();
         let mut zeroed = metadata.to_vec();
         zeroed[digits..digits + 8].copy_from_slice(b"00000000");
         let actual = crc32fast::hash(&zeroed);
         if actual != self.footer {
-            return Err(format!("footer checksum mismatch (stored {:08x}, computed {actual:08x})", self.footer));
+            return Err(format!(
+                "footer checksum mismatch (stored {:08x}, computed {actual:08x})",
+                self.footer
+            ));
         }
         Ok(())
     }
@@ -140,7 +182,9 @@ fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() || needle.len() > hay.len() {
         return None;
     }
-    (0..=hay.len() - needle.len()).rev().find(|&i| &hay[i..i + needle.len()] == needle)
+    (0..=hay.len() - needle.len())
+        .rev()
+        .find(|&i| &hay[i..i + needle.len()] == needle)
 }
 
 /// The sink under a Parquet writer: passes the bytes before the footer through, hashing
@@ -157,7 +201,14 @@ pub struct ChecksumSink<W: Write> {
 
 impl<W: Write> ChecksumSink<W> {
     pub fn new(inner: W) -> Self {
-        ChecksumSink { inner, written: 0, hasher: crc32fast::Hasher::new(), blocks: Vec::new(), data_end: None, held: Vec::new() }
+        ChecksumSink {
+            inner,
+            written: 0,
+            hasher: crc32fast::Hasher::new(),
+            blocks: Vec::new(),
+            data_end: None,
+            held: Vec::new(),
+        }
     }
 
     /// Marks where the footer starts (every byte before it has been handed to the writer)
@@ -170,8 +221,12 @@ impl<W: Write> ChecksumSink<W> {
     /// Fills the held footer's record in, writes the footer, returns the inner sink. `path`
     /// names the file being written in errors.
     pub fn finish(mut self, placeholder: &str, path: &Path) -> Result<W> {
-        let broken = |what: &str| Error::Internal { what: format!("writing {}: checksum sink: {what}", path.display()) };
-        let data_len = self.data_end.ok_or_else(|| broken("finished before the footer"))?;
+        let broken = |what: &str| Error::Internal {
+            what: format!("writing {}: checksum sink: {what}", path.display()),
+        };
+        let data_len = self
+            .data_end
+            .ok_or_else(|| broken("finished before the footer"))?;
         if self.written != data_len + self.held.len() as u64 {
             return Err(broken("the writer's byte count and the bytes seen differ"));
         }
@@ -180,19 +235,31 @@ impl<W: Write> ChecksumSink<W> {
         }
         // the held bytes must be exactly the metadata and its trailer (nothing written between)
         let n = self.held.len();
-        let meta_len = if n >= 8 { u32::from_le_bytes(self.held[n - 8..n - 4].try_into().unwrap()) as usize } else { usize::MAX };
+        let meta_len = if n >= 8 {
+            u32::from_le_bytes(self.held[n - 8..n - 4].try_into().unwrap()) as usize
+        } else {
+            usize::MAX
+        };
         if n < 8 || meta_len + 8 != n || &self.held[n - 4..] != b"PAR1" {
             return Err(broken("unexpected bytes between the data and the footer"));
         }
-        let at = rfind(&self.held[..meta_len], placeholder.as_bytes()).ok_or_else(|| broken("the checksum record is not in the footer"))?;
-        let mut record = BlockChecksums { block: BLOCK, data_len, footer: 0, blocks: std::mem::take(&mut self.blocks) };
+        let at = rfind(&self.held[..meta_len], placeholder.as_bytes())
+            .ok_or_else(|| broken("the checksum record is not in the footer"))?;
+        let mut record = BlockChecksums {
+            block: BLOCK,
+            data_len,
+            footer: 0,
+            blocks: std::mem::take(&mut self.blocks),
+        };
         let filled = record.encode();
         debug_assert_eq!(filled.len(), placeholder.len());
         self.held[at..at + filled.len()].copy_from_slice(filled.as_bytes());
         record.footer = crc32fast::hash(&self.held[..meta_len]);
         let digits = at + filled.find("footer=").unwrap() + "footer=".len();
         self.held[digits..digits + 8].copy_from_slice(format!("{:08x}", record.footer).as_bytes());
-        self.inner.write_all(&self.held).at("writing the footer of", path)?;
+        self.inner
+            .write_all(&self.held)
+            .at("writing the footer of", path)?;
         Ok(self.inner)
     }
 
@@ -204,7 +271,8 @@ impl<W: Write> ChecksumSink<W> {
             self.written += n as u64;
             buf = &buf[n..];
             if self.written % BLOCK == 0 {
-                self.blocks.push(std::mem::take(&mut self.hasher).finalize());
+                self.blocks
+                    .push(std::mem::take(&mut self.hasher).finalize());
             }
         }
     }
@@ -245,9 +313,21 @@ pub struct CheckedFile {
 pub type DamageSlot = Arc<std::sync::Mutex<Option<Error>>>;
 
 impl CheckedFile {
-    pub fn new(file: &File, path: &Path, len: u64, sums: Option<Arc<BlockChecksums>>, damage: DamageSlot) -> Result<CheckedFile> {
+    pub fn new(
+        file: &File,
+        path: &Path,
+        len: u64,
+        sums: Option<Arc<BlockChecksums>>,
+        damage: DamageSlot,
+    ) -> Result<CheckedFile> {
         let file = file.try_clone().at("duplicating the descriptor of", path)?;
-        Ok(CheckedFile { file: Arc::new(file), path: Arc::new(path.to_path_buf()), len, sums, damage })
+        Ok(CheckedFile {
+            file: Arc::new(file),
+            path: Arc::new(path.to_path_buf()),
+            len,
+            sums,
+            damage,
+        })
     }
 
     /// `read_range`, leaving its error in the damage slot too.
@@ -264,9 +344,17 @@ impl CheckedFile {
     /// Bytes `[start, end)`, each checksummed block among them verified.
     fn read_range(&self, start: u64, end: u64) -> Result<Vec<u8>> {
         if end > self.len {
-            return Err(Error::corrupt(&self.path, format!("a read of bytes {start}..{end} past the end of the file ({} bytes)", self.len)));
+            return Err(Error::corrupt(
+                &self.path,
+                format!(
+                    "a read of bytes {start}..{end} past the end of the file ({} bytes)",
+                    self.len
+                ),
+            ));
         }
-        let Some(sums) = &self.sums else { return self.read(start, end - start) };
+        let Some(sums) = &self.sums else {
+            return self.read(start, end - start);
+        };
         let checked_end = end.min(sums.data_len);
         let mut out = Vec::with_capacity((end - start) as usize);
         if start < checked_end {
@@ -279,7 +367,13 @@ impl CheckedFile {
                 let b = first as usize + i;
                 if crc32fast::hash(chunk) != sums.blocks[b] {
                     let at = b as u64 * sums.block;
-                    return Err(Error::corrupt(&self.path, format!("checksum mismatch in bytes {at}..{}", at + chunk.len() as u64)));
+                    return Err(Error::corrupt(
+                        &self.path,
+                        format!(
+                            "checksum mismatch in bytes {at}..{}",
+                            at + chunk.len() as u64
+                        ),
+                    ));
                 }
             }
             out.extend_from_slice(&bytes[(start - from) as usize..(checked_end - from) as usize]);
@@ -325,12 +419,19 @@ impl ChunkReader for CheckedFile {
     type T = CheckedRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<CheckedRead> {
-        Ok(CheckedRead { source: self.clone_handle(), pos: start, buf: Vec::new(), buf_start: start })
+        Ok(CheckedRead {
+            source: self.clone_handle(),
+            pos: start,
+            buf: Vec::new(),
+            buf_start: start,
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         // through the decoder and back out as this file's report (`Error::reading`)
-        self.read_checked(start, start + length as u64).map(Bytes::from).map_err(|e| ParquetError::External(Box::new(e)))
+        self.read_checked(start, start + length as u64)
+            .map(Bytes::from)
+            .map_err(|e| ParquetError::External(Box::new(e)))
     }
 }
 
@@ -371,7 +472,10 @@ impl Read for CheckedRead {
                 _ => (self.pos, (self.pos + block).min(self.source.len)),
             };
             // an io error only to pass through `Read`; `Error::reading` unwraps it again
-            self.buf = self.source.read_checked(from, to).map_err(io::Error::other)?;
+            self.buf = self
+                .source
+                .read_checked(from, to)
+                .map_err(io::Error::other)?;
             self.buf_start = from;
         }
         let at = (self.pos - self.buf_start) as usize;
@@ -388,9 +492,17 @@ mod tests {
 
     #[test]
     fn a_record_round_trips_and_its_block_count_must_match() {
-        let r = BlockChecksums { block: BLOCK, data_len: 3 * BLOCK + 5, footer: 0xdeadbeef, blocks: vec![1, 2, 0xffffffff, 7] };
+        let r = BlockChecksums {
+            block: BLOCK,
+            data_len: 3 * BLOCK + 5,
+            footer: 0xdeadbeef,
+            blocks: vec![1, 2, 0xffffffff, 7],
+        };
         assert_eq!(BlockChecksums::parse(&r.encode()).unwrap(), r);
-        let short = BlockChecksums { blocks: vec![1, 2, 3], ..r.clone() };
+        let short = BlockChecksums {
+            blocks: vec![1, 2, 3],
+            ..r.clone()
+        };
         assert!(BlockChecksums::parse(&short.encode()).is_err());
         assert!(BlockChecksums::parse("crc32-v2 block=65536").is_err());
         assert_eq!(BlockChecksums::placeholder(0).blocks.len(), 0);
@@ -400,7 +512,12 @@ mod tests {
 
     #[test]
     fn a_record_is_found_in_raw_footer_bytes() {
-        let r = BlockChecksums { block: BLOCK, data_len: BLOCK + 1, footer: 0x0102_0304, blocks: vec![5, 6] };
+        let r = BlockChecksums {
+            block: BLOCK,
+            data_len: BLOCK + 1,
+            footer: 0x0102_0304,
+            blocks: vec![5, 6],
+        };
         let mut raw = b"\x15\x02thrift bytes\x18".to_vec();
         raw.extend_from_slice(r.encode().as_bytes());
         raw.extend_from_slice(b"\x00more");

@@ -18,7 +18,10 @@ use parquet::file::metadata::KeyValue;
 
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
 use crate::error::{Error, IoContext, Result};
-use crate::layout::{COMPACT_LOCK_FILE, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE, STEPS_PARTS_DIR};
+use crate::layout::{
+    COMPACT_LOCK_FILE, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE,
+    STEPS_PARTS_DIR,
+};
 use crate::parquet_io::{arrow_writer, ParquetFile};
 use crate::props::Codec;
 use crate::schema::column_order_key;
@@ -52,7 +55,12 @@ pub struct CompactLock {
 
 pub fn lock_run(run_dir: &Path) -> Result<CompactLock> {
     let path = run_dir.join(COMPACT_LOCK_FILE);
-    let f = OpenOptions::new().create(true).truncate(false).write(true).open(&path).at("opening the compaction lock", &path)?;
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .at("opening the compaction lock", &path)?;
     f.lock().at("taking the compaction lock", &path)?;
     Ok(CompactLock { _file: f })
 }
@@ -71,7 +79,9 @@ pub fn union_schema(schemas: &[SchemaRef]) -> Result<SchemaRef> {
                 Some(have) if have == t || t == &DataType::Null => have.clone(),
                 Some(DataType::Null) => t.clone(),
                 Some(have) => match (kind_of_arrow(have), kind_of_arrow(t)) {
-                    (Some(a), Some(b)) => ColumnBuf::data_type(unify_kinds(a, b).ok_or_else(|| incompatible(f.name(), have, t))?),
+                    (Some(a), Some(b)) => ColumnBuf::data_type(
+                        unify_kinds(a, b).ok_or_else(|| incompatible(f.name(), have, t))?,
+                    ),
                     _ => return Err(incompatible(f.name(), have, t)),
                 },
             };
@@ -93,7 +103,12 @@ pub fn union_schema(schemas: &[SchemaRef]) -> Result<SchemaRef> {
 
 fn incompatible(name: &str, a: &DataType, b: &DataType) -> Error {
     let detail = format!("is {a} in one file and {b} in another (a file the recorder did not write? move it out of the run directory)");
-    Error::SchemaConflict { column: name.to_string(), detail, path: None, source: None }
+    Error::SchemaConflict {
+        column: name.to_string(),
+        detail,
+        path: None,
+        source: None,
+    }
 }
 
 /// Reshapes a batch of the file at `path` to `schema`: missing columns become nulls,
@@ -104,17 +119,24 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef, path: &Path) -> Result<R
         .iter()
         .map(|f| match batch.column_by_name(f.name()) {
             Some(a) if a.data_type() == f.data_type() => Ok(a.clone()),
-            Some(a) if a.data_type() == &DataType::Null => Ok(new_null_array(f.data_type(), batch.num_rows())),
+            Some(a) if a.data_type() == &DataType::Null => {
+                Ok(new_null_array(f.data_type(), batch.num_rows()))
+            }
             Some(a) => arrow::compute::cast(a, f.data_type()).map_err(|e| Error::SchemaConflict {
                 column: f.name().clone(),
-                detail: format!("cannot be read as {} (it is {})", f.data_type(), a.data_type()),
+                detail: format!(
+                    "cannot be read as {} (it is {})",
+                    f.data_type(),
+                    a.data_type()
+                ),
                 path: Some(path.to_path_buf()),
                 source: Some(Arc::new(e)),
             }),
             None => Ok(new_null_array(f.data_type(), batch.num_rows())),
         })
         .collect::<Result<_>>()?;
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| Error::arrow("conforming a batch to the union schema", e))
+    RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| Error::arrow("conforming a batch to the union schema", e))
 }
 
 /// Merges the run's step parts into `steps.parquet`. Idempotent: a compact run is left as
@@ -136,7 +158,9 @@ pub fn compact_steps(run_dir: &Path) -> Result<CompactReport> {
         publish(run_dir, STEPS_FILE, |file, tmp| {
             let mut w = arrow_writer(file, tmp, schema.clone(), Codec::default(), metadata)?;
             for s in &sources.sources {
-                s.file.for_each_batch(65_536, |batch| w.write(&conform(&batch, &schema, &s.file.path)?))?;
+                s.file.for_each_batch(65_536, |batch| {
+                    w.write(&conform(&batch, &schema, &s.file.path)?)
+                })?;
             }
             let file = w.into_inner()?;
             Ok(((), file))
@@ -159,8 +183,14 @@ pub fn compact_steps(run_dir: &Path) -> Result<CompactReport> {
 /// The footer of a compacted table: the part files it absorbed (this compaction's parts
 /// and an earlier one's leftovers), their file ids, and the next part index a writer may use.
 pub fn absorbed_metadata(absorbed: &[PartRef], next_part: u64) -> Vec<KeyValue> {
-    let names: Vec<String> = absorbed.iter().map(|p| p.path.file_name().unwrap().to_string_lossy().to_string()).collect();
-    let ids: Vec<String> = absorbed.iter().map(|p| p.file_id.clone().unwrap_or_default()).collect();
+    let names: Vec<String> = absorbed
+        .iter()
+        .map(|p| p.path.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    let ids: Vec<String> = absorbed
+        .iter()
+        .map(|p| p.file_id.clone().unwrap_or_default())
+        .collect();
     vec![
         KeyValue::new(META_COMPACTED_PARTS.to_string(), name_list_json(&names)),
         KeyValue::new(META_COMPACTED_IDS.to_string(), name_list_json(&ids)),
@@ -171,7 +201,11 @@ pub fn absorbed_metadata(absorbed: &[PartRef], next_part: u64) -> Vec<KeyValue> 
 /// Deletes part files a published compacted table now holds (missing ones are fine) and
 /// makes that durable; `remove_empty_dir` also removes `dir` once empty (steps/ goes, as
 /// in the Python package; a live writer recreates it).
-pub fn remove_absorbed_parts<'a>(dir: &Path, paths: impl Iterator<Item = &'a std::path::PathBuf>, remove_empty_dir: bool) -> Result<()> {
+pub fn remove_absorbed_parts<'a>(
+    dir: &Path,
+    paths: impl Iterator<Item = &'a std::path::PathBuf>,
+    remove_empty_dir: bool,
+) -> Result<()> {
     for path in paths {
         match fs::remove_file(path) {
             Ok(()) => {}

@@ -16,7 +16,9 @@ use crate::schema::{ColumnKind, Registry};
 use crate::table::Table;
 
 fn invalid(reason: impl Into<String>) -> Error {
-    Error::InvalidRecord { reason: reason.into() }
+    Error::InvalidRecord {
+        reason: reason.into(),
+    }
 }
 
 /// The longest list a record may carry (a kl_positional of a few thousand buckets is sane;
@@ -81,7 +83,11 @@ fn is_step_number(x: f64) -> bool {
 
 impl StepBatch {
     pub fn new(rank: i64) -> StepBatch {
-        let mut b = StepBatch { rank, table: Table::default(), column_of: Vec::new() };
+        let mut b = StepBatch {
+            rank,
+            table: Table::default(),
+            column_of: Vec::new(),
+        };
         b.reset();
         b
     }
@@ -105,7 +111,10 @@ impl StepBatch {
             return Err(invalid("record shorter than its header"));
         }
         if !is_step_number(record[0]) {
-            return Err(invalid(format!("step {} is not a non-negative integer", record[0])));
+            return Err(invalid(format!(
+                "step {} is not a non-negative integer",
+                record[0]
+            )));
         }
         let mut i = 2;
         while i < record.len() {
@@ -116,7 +125,9 @@ impl StepBatch {
                 .ok_or_else(|| invalid(format!("unknown column id {id}")))?;
             match def.kind {
                 ColumnKind::ListF64 => {
-                    let len = *record.get(i + 1).ok_or_else(|| invalid("list without length"))?;
+                    let len = *record
+                        .get(i + 1)
+                        .ok_or_else(|| invalid("list without length"))?;
                     if !(len >= 0.0 && len.fract() == 0.0 && (len as usize) <= MAX_LIST_LEN) {
                         return Err(invalid(format!("bad list length {len} for `{}`", def.name)));
                     }
@@ -126,9 +137,14 @@ impl StepBatch {
                     }
                 }
                 ColumnKind::I64 => {
-                    let v = *record.get(i + 1).ok_or_else(|| invalid("id without value"))?;
+                    let v = *record
+                        .get(i + 1)
+                        .ok_or_else(|| invalid("id without value"))?;
                     if !(v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE_INT) {
-                        return Err(invalid(format!("`{}` must be an integer, got {v}", def.name)));
+                        return Err(invalid(format!(
+                            "`{}` must be an integer, got {v}",
+                            def.name
+                        )));
                     }
                     i += 2;
                 }
@@ -158,7 +174,12 @@ impl StepBatch {
                 None => {
                     let def = registry.get(id as u32).expect("validated");
                     self.table.column_mut(&def.name, def.kind)?;
-                    let c = self.table.names.iter().position(|n| *n == def.name).expect("just added");
+                    let c = self
+                        .table
+                        .names
+                        .iter()
+                        .position(|n| *n == def.name)
+                        .expect("just added");
                     self.column_of[id] = Some(c);
                     c
                 }
@@ -215,7 +236,14 @@ mod tests {
         let mut reg = Registry::default();
         let mut b = StepBatch::new(0);
         let r1 = rec(&mut reg, 1, &[FieldValue::Num("loss", 0.5)]);
-        let r2 = rec(&mut reg, 2, &[FieldValue::Num("reward_component.fmt", 1.0), FieldValue::List("kl_positional", &[0.1, 0.2])]);
+        let r2 = rec(
+            &mut reg,
+            2,
+            &[
+                FieldValue::Num("reward_component.fmt", 1.0),
+                FieldValue::List("kl_positional", &[0.1, 0.2]),
+            ],
+        );
         let r3 = rec(&mut reg, 3, &[FieldValue::Num("nan_count", 2.0)]);
         for r in [&r1, &r2, &r3] {
             b.append(r, &reg).unwrap();
@@ -224,11 +252,25 @@ mod tests {
         assert_eq!(t.rows, 3);
         assert_eq!(
             t.names,
-            vec!["step", "timestamp", "rank", "kl_positional", "loss", "nan_count", "reward_component.fmt"]
+            vec![
+                "step",
+                "timestamp",
+                "rank",
+                "kl_positional",
+                "loss",
+                "nan_count",
+                "reward_component.fmt"
+            ]
         );
         assert_eq!(t.column("loss").unwrap().scalar(1), None);
-        assert_eq!(t.column("reward_component.fmt").unwrap().scalar(1), Some(1.0));
-        assert_eq!(t.column("kl_positional").unwrap().list(1), Some(&[0.1, 0.2][..]));
+        assert_eq!(
+            t.column("reward_component.fmt").unwrap().scalar(1),
+            Some(1.0)
+        );
+        assert_eq!(
+            t.column("kl_positional").unwrap().list(1),
+            Some(&[0.1, 0.2][..])
+        );
         assert_eq!(t.column("kl_positional").unwrap().list(2), None);
         assert_eq!(t.column("nan_count").unwrap().kind(), ColumnKind::I64);
         assert_eq!(t.column("step").unwrap().scalar(2), Some(3.0));
@@ -240,7 +282,11 @@ mod tests {
     fn duplicate_field_in_a_record_keeps_the_last() {
         let mut reg = Registry::default();
         let mut b = StepBatch::new(0);
-        let r = rec(&mut reg, 1, &[FieldValue::Num("x", 1.0), FieldValue::Num("extra.x", 2.0)]);
+        let r = rec(
+            &mut reg,
+            1,
+            &[FieldValue::Num("x", 1.0), FieldValue::Num("extra.x", 2.0)],
+        );
         b.append(&r, &reg).unwrap();
         let t = b.take();
         assert_eq!(t.column("extra.x").unwrap().scalar(0), Some(2.0));
@@ -269,9 +315,13 @@ mod tests {
             assert!(b.append(r, &reg).is_err(), "{r:?} should be refused");
         }
         assert_eq!(b.rows(), 0);
-        b.append(&[4.0, f64::NAN, loss as f64, f64::NAN], &reg).unwrap();
+        b.append(&[4.0, f64::NAN, loss as f64, f64::NAN], &reg)
+            .unwrap();
         let t = b.take();
-        assert!(t.column("loss").unwrap().scalar(0).unwrap().is_nan(), "NaN metrics are kept");
+        assert!(
+            t.column("loss").unwrap().scalar(0).unwrap().is_nan(),
+            "NaN metrics are kept"
+        );
         assert_eq!(t.column("timestamp").unwrap().scalar(0), None);
     }
 }

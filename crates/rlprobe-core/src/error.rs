@@ -111,7 +111,11 @@ pub enum Error {
     /// Something other than a regular file where a file is expected: a FIFO would hang a
     /// read, `/dev/zero` never ends.
     #[error("{}: {what}, not a regular file{}", path.display(), remedy.map(|r| format!("; {r}")).unwrap_or_default())]
-    NotRegularFile { path: PathBuf, what: String, remedy: Option<Remedy> },
+    NotRegularFile {
+        path: PathBuf,
+        what: String,
+        remedy: Option<Remedy>,
+    },
 
     /// Writing a Parquet file failed (the source is usually an io error: a full disk).
     #[error("writing {}: {source}", path.display())]
@@ -135,7 +139,12 @@ pub enum Error {
     /// A footer key of ours that does not hold what it must (the parts a compaction
     /// absorbed, the next part number): guessing would reuse part names or read rows twice.
     #[error("{}: its footer key `{key}` {problem} (got {value:?}); {remedy}", path.display(), remedy = Remedy::RestoreCompacted)]
-    CorruptMetadata { path: PathBuf, key: &'static str, value: String, problem: String },
+    CorruptMetadata {
+        path: PathBuf,
+        key: &'static str,
+        value: String,
+        problem: String,
+    },
 
     /// Several damaged files in one directory: the first, and how many more.
     #[error("{first} ({more} more damaged file(s) in this directory)")]
@@ -158,7 +167,11 @@ pub enum Error {
         run_dir.display(),
         lock_file.display()
     )]
-    Locked { run_dir: PathBuf, holder: String, lock_file: PathBuf },
+    Locked {
+        run_dir: PathBuf,
+        holder: String,
+        lock_file: PathBuf,
+    },
 
     /// A step-record key that cannot be a column (`reason` names the key).
     #[error("{reason}")]
@@ -170,7 +183,11 @@ pub enum Error {
 
     /// A record whose new keys would pass the column budget: none of them was registered.
     #[error("the record would add {adding} new columns to the {have} the run has (limit {limit}); nothing of it was added")]
-    ColumnBudget { adding: usize, have: usize, limit: usize },
+    ColumnBudget {
+        adding: usize,
+        have: usize,
+        limit: usize,
+    },
 
     /// An encoded step record whose structure is wrong.
     #[error("{reason}")]
@@ -182,7 +199,11 @@ pub enum Error {
 
     /// An option value that cannot be used.
     #[error("invalid {option} {value}: {reason}")]
-    InvalidOption { option: &'static str, value: String, reason: String },
+    InvalidOption {
+        option: &'static str,
+        value: String,
+        reason: String,
+    },
 
     /// Encoded input from the caller (the recorder's wire form) that does not decode.
     #[error("{what}: {reason}")]
@@ -208,7 +229,10 @@ pub enum Error {
 impl Error {
     pub fn code(&self) -> Code {
         match self {
-            Error::Io { .. } | Error::System { .. } | Error::NotRegularFile { .. } | Error::WriteParquet { .. } => Code::Io,
+            Error::Io { .. }
+            | Error::System { .. }
+            | Error::NotRegularFile { .. }
+            | Error::WriteParquet { .. } => Code::Io,
             Error::CorruptFile { .. } | Error::CorruptMetadata { .. } => Code::CorruptFile,
             Error::DamagedFiles { first, .. } => first.code(),
             Error::SchemaConflict { .. } => Code::SchemaConflict,
@@ -226,12 +250,21 @@ impl Error {
     }
 
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
-        Error::Io { action, path: path.into(), source: Arc::new(source) }
+        Error::Io {
+            action,
+            path: path.into(),
+            source: Arc::new(source),
+        }
     }
 
     /// A damaged Parquet file; `detail` says what is wrong with it.
     pub fn corrupt(path: &Path, detail: impl Into<String>) -> Error {
-        Error::CorruptFile { path: path.to_path_buf(), detail: detail.into(), remedy: Remedy::MoveAside, source: None }
+        Error::CorruptFile {
+            path: path.to_path_buf(),
+            detail: detail.into(),
+            remedy: Remedy::MoveAside,
+            source: None,
+        }
     }
 
     /// Decoding `path` failed (a Parquet or Arrow error). A failure that is already this
@@ -242,21 +275,37 @@ impl Error {
             return own.clone();
         }
         let detail = bare(&e.to_string()).to_string();
-        Error::CorruptFile { path: path.to_path_buf(), detail, remedy: Remedy::MoveAside, source: Some(Arc::from(e)) }
+        Error::CorruptFile {
+            path: path.to_path_buf(),
+            detail,
+            remedy: Remedy::MoveAside,
+            source: Some(Arc::from(e)),
+        }
     }
 
     /// An Arrow operation on rlprobe's own data failed.
     pub fn arrow(what: &'static str, e: ArrowError) -> Error {
-        Error::Arrow { what, source: Arc::new(e) }
+        Error::Arrow {
+            what,
+            source: Arc::new(e),
+        }
     }
 
     /// The error with the file it came from, when it names none yet (a column conflict met
     /// while reading that file).
     pub fn in_file(self, file: &Path) -> Error {
         match self {
-            Error::SchemaConflict { column, detail, path: None, source } => {
-                Error::SchemaConflict { column, detail, path: Some(file.to_path_buf()), source }
-            }
+            Error::SchemaConflict {
+                column,
+                detail,
+                path: None,
+                source,
+            } => Error::SchemaConflict {
+                column,
+                detail,
+                path: Some(file.to_path_buf()),
+                source,
+            },
             other => other,
         }
     }
@@ -308,7 +357,11 @@ fn own_error_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Erro
         if let Some(own) = e.downcast_ref::<Error>() {
             return Some(own);
         }
-        if let Some(own) = e.downcast_ref::<io::Error>().and_then(io::Error::get_ref).and_then(|inner| inner.downcast_ref::<Error>()) {
+        if let Some(own) = e
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+            .and_then(|inner| inner.downcast_ref::<Error>())
+        {
             return Some(own);
         }
         at = e.source();
@@ -336,15 +389,26 @@ mod tests {
         let texts: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
         let unique: std::collections::HashSet<&&str> = texts.iter().collect();
         assert_eq!(unique.len(), texts.len(), "{texts:?}");
-        assert!(texts.iter().all(|t| t.starts_with("RLPROBE_") && t[8..].chars().all(|c| c.is_ascii_uppercase() || c == '_')), "{texts:?}");
+        assert!(
+            texts.iter().all(|t| t.starts_with("RLPROBE_")
+                && t[8..].chars().all(|c| c.is_ascii_uppercase() || c == '_')),
+            "{texts:?}"
+        );
     }
 
     #[test]
     fn an_io_error_names_the_path_and_keeps_its_source() {
-        let e = Error::io("opening", "/r/steps.parquet", io::Error::from(io::ErrorKind::NotFound));
+        let e = Error::io(
+            "opening",
+            "/r/steps.parquet",
+            io::Error::from(io::ErrorKind::NotFound),
+        );
         assert_eq!(e.code(), Code::Io);
         assert!(e.is_not_found());
-        assert!(e.to_string().starts_with("opening /r/steps.parquet: "), "{e}");
+        assert!(
+            e.to_string().starts_with("opening /r/steps.parquet: "),
+            "{e}"
+        );
         assert!(std::error::Error::source(&e).is_some());
     }
 
@@ -353,21 +417,45 @@ mod tests {
         let path = Path::new("/r/steps/part-00001.parquet");
         let own = Error::corrupt(path, "checksum mismatch in bytes 0..65536");
         let through_decoder = ParquetError::External(Box::new(own.clone()));
-        assert_eq!(Error::reading(path, through_decoder).to_string(), own.to_string());
+        assert_eq!(
+            Error::reading(path, through_decoder).to_string(),
+            own.to_string()
+        );
         let through_read = ParquetError::from(io::Error::other(own.clone()));
-        assert_eq!(Error::reading(path, through_read).to_string(), own.to_string());
-        let plain = Error::reading(path, ParquetError::General("Invalid Parquet file. Corrupt footer".into()));
+        assert_eq!(
+            Error::reading(path, through_read).to_string(),
+            own.to_string()
+        );
+        let plain = Error::reading(
+            path,
+            ParquetError::General("Invalid Parquet file. Corrupt footer".into()),
+        );
         assert_eq!(plain.code(), Code::CorruptFile);
         let text = plain.report();
         assert!(text.starts_with("/r/steps/part-00001.parquet: damaged Parquet file (Invalid Parquet file. Corrupt footer); move it out"), "{text}");
-        assert_eq!(text.matches("Corrupt footer").count(), 1, "the source is not repeated: {text}");
+        assert_eq!(
+            text.matches("Corrupt footer").count(),
+            1,
+            "the source is not repeated: {text}"
+        );
     }
 
     #[test]
     fn several_damaged_files_take_the_first_ones_code() {
-        let first = Error::NotRegularFile { path: "/r/spans/part-00000.parquet".into(), what: "a FIFO (named pipe)".into(), remedy: Some(Remedy::MoveAside) };
-        let e = Error::DamagedFiles { first: Box::new(first), more: 2 };
+        let first = Error::NotRegularFile {
+            path: "/r/spans/part-00000.parquet".into(),
+            what: "a FIFO (named pipe)".into(),
+            remedy: Some(Remedy::MoveAside),
+        };
+        let e = Error::DamagedFiles {
+            first: Box::new(first),
+            more: 2,
+        };
         assert_eq!(e.code(), Code::Io);
-        assert!(e.to_string().ends_with("(2 more damaged file(s) in this directory)"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("(2 more damaged file(s) in this directory)"),
+            "{e}"
+        );
     }
 }

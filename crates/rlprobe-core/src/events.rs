@@ -24,16 +24,31 @@ impl EventLog {
     /// with a newline first, so the next event starts on a line of its own and readers
     /// skip only the torn one.
     pub fn open(path: &Path) -> Result<EventLog> {
-        let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).at("opening", path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
+            .at("opening", path)?;
         let len = file.metadata().at("reading the metadata of", path)?.len();
         if len > 0 {
             let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(len - 1)).and_then(|_| file.read_exact(&mut last)).at("reading the last line of", path)?;
+            file.seek(SeekFrom::Start(len - 1))
+                .and_then(|_| file.read_exact(&mut last))
+                .at("reading the last line of", path)?;
             if last[0] != b'\n' {
-                file.write_all(b"\n").at("closing the torn last line of", path)?;
+                file.write_all(b"\n")
+                    .at("closing the torn last line of", path)?;
             }
         }
-        Ok(EventLog { path: path.to_path_buf(), file, line: Vec::with_capacity(512), dirty: false, last_sync: Instant::now(), torn: false })
+        Ok(EventLog {
+            path: path.to_path_buf(),
+            file,
+            line: Vec::with_capacity(512),
+            dirty: false,
+            last_sync: Instant::now(),
+            torn: false,
+        })
     }
 
     /// Appends one line (a newline is added) in a single write.
@@ -42,7 +57,8 @@ impl EventLog {
         if self.torn {
             self.line.push(b'\n');
         }
-        self.line.extend_from_slice(json.trim_end_matches('\n').as_bytes());
+        self.line
+            .extend_from_slice(json.trim_end_matches('\n').as_bytes());
         self.line.push(b'\n');
         if let Err(e) = self.file.write_all(&self.line) {
             self.torn = true;
@@ -87,7 +103,13 @@ pub fn now_unix_seconds() -> f64 {
 
 /// An event line in the format's shape: timestamp, kind, step, rank, message, data (always
 /// an object: a non-object `data` is kept under `value`).
-pub fn event_line(kind: &str, step: Option<i64>, rank: i64, message: &str, data: serde_json::Value) -> String {
+pub fn event_line(
+    kind: &str,
+    step: Option<i64>,
+    rank: i64,
+    message: &str,
+    data: serde_json::Value,
+) -> String {
     let data = match data {
         serde_json::Value::Object(_) => data,
         other => serde_json::json!({ "value": other }),
@@ -122,7 +144,13 @@ mod tests {
     #[test]
     fn escapes_control_characters() {
         assert_eq!(json_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-        let line = event_line("recorder_drops", Some(3), 0, "x\n\"y\"", serde_json::json!({ "count": 2 }));
+        let line = event_line(
+            "recorder_drops",
+            Some(3),
+            0,
+            "x\n\"y\"",
+            serde_json::json!({ "count": 2 }),
+        );
         assert!(line.starts_with("{\"timestamp\":"), "{line}");
         assert!(line.ends_with(",\"kind\":\"recorder_drops\",\"step\":3,\"rank\":0,\"message\":\"x\\n\\\"y\\\"\",\"data\":{\"count\":2}}"), "{line}");
         let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();

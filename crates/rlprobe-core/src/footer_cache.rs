@@ -42,13 +42,21 @@ fn cache() -> &'static Cache {
 /// The footer's metadata bytes (without the 8-byte trailer).
 fn metadata_bytes(path: &Path, file: &File, len: u64) -> Result<Vec<u8>> {
     if len < 12 {
-        return Err(Error::corrupt(path, format!("{len} bytes: too short for a Parquet file")));
+        return Err(Error::corrupt(
+            path,
+            format!("{len} bytes: too short for a Parquet file"),
+        ));
     }
     let trailer = read_at(path, file, len - 8, 8)?;
     if &trailer[4..] != b"PAR1" {
-        return Err(Error::corrupt(path, "no Parquet footer (the file does not end in PAR1)"));
+        return Err(Error::corrupt(
+            path,
+            "no Parquet footer (the file does not end in PAR1)",
+        ));
     }
-    let meta_len = u64::from(u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]));
+    let meta_len = u64::from(u32::from_le_bytes([
+        trailer[0], trailer[1], trailer[2], trailer[3],
+    ]));
     if meta_len + 12 > len {
         return Err(Error::corrupt(path, format!("corrupt footer: it says {meta_len} bytes of metadata, the file has {len} bytes in all")));
     }
@@ -70,13 +78,20 @@ fn parse(path: &Path, metadata: &[u8], len: u64) -> Result<Footer> {
         }
         None => None,
     };
-    let parsed = ParquetMetaDataReader::decode_metadata(metadata).map_err(|e| corrupt(format!("corrupt footer: {e}")))?;
+    let parsed = ParquetMetaDataReader::decode_metadata(metadata)
+        .map_err(|e| corrupt(format!("corrupt footer: {e}")))?;
     // a file of ours that says it is checksummed must carry the record (a flipped bit in
     // the record's tag would otherwise pass the file off as unchecked)
-    if checksums.is_none() && parsed.file_metadata().created_by().is_some_and(|c| c.contains(CHECKSUMMED_BY)) {
+    if checksums.is_none()
+        && parsed
+            .file_metadata()
+            .created_by()
+            .is_some_and(|c| c.contains(CHECKSUMMED_BY))
+    {
         return Err(corrupt("its checksum record is missing or damaged".into()));
     }
-    let meta = ArrowReaderMetadata::try_new(Arc::new(parsed), ArrowReaderOptions::new()).map_err(|e| corrupt(format!("corrupt footer: {e}")))?;
+    let meta = ArrowReaderMetadata::try_new(Arc::new(parsed), ArrowReaderOptions::new())
+        .map_err(|e| corrupt(format!("corrupt footer: {e}")))?;
     Ok(Footer { meta, checksums })
 }
 
@@ -108,9 +123,15 @@ mod tests {
 
     fn write(path: &Path, rows: i64) {
         use arrow::array::{Int64Array, RecordBatch};
-        let batch = RecordBatch::try_from_iter([("step", Arc::new(Int64Array::from_iter_values(0..rows)) as _)]).unwrap();
+        let batch = RecordBatch::try_from_iter([(
+            "step",
+            Arc::new(Int64Array::from_iter_values(0..rows)) as _,
+        )])
+        .unwrap();
         let tmp = path.with_extension("tmp");
-        let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&tmp).unwrap(), batch.schema(), None).unwrap();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(File::create(&tmp).unwrap(), batch.schema(), None)
+                .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         std::fs::rename(&tmp, path).unwrap();
@@ -129,9 +150,15 @@ mod tests {
         write(&path, 10);
         let first = footer_of(&path);
         assert_eq!(first.meta.metadata().file_metadata().num_rows(), 10);
-        assert!(first.checksums.is_none(), "another writer's file has no checksums of ours");
+        assert!(
+            first.checksums.is_none(),
+            "another writer's file has no checksums of ours"
+        );
         let again = footer_of(&path);
-        assert!(Arc::ptr_eq(first.meta.metadata(), again.meta.metadata()), "the same file is served from the cache");
+        assert!(
+            Arc::ptr_eq(first.meta.metadata(), again.meta.metadata()),
+            "the same file is served from the cache"
+        );
         write(&path, 25);
         let replaced = footer_of(&path);
         assert_eq!(replaced.meta.metadata().file_metadata().num_rows(), 25);
@@ -143,7 +170,11 @@ mod tests {
         let cases: [(&str, &[u8], &str); 3] = [
             ("empty", b"", "too short"),
             ("text", b"not a parquet file at all", "does not end in PAR1"),
-            ("long", b"PAR1\x00\x00\x00\x00\xff\xff\xff\x7fPAR1", "says 2147483647 bytes"),
+            (
+                "long",
+                b"PAR1\x00\x00\x00\x00\xff\xff\xff\x7fPAR1",
+                "says 2147483647 bytes",
+            ),
         ];
         for (name, bytes, expected) in cases {
             let path = dir.join(name);
@@ -152,7 +183,10 @@ mod tests {
             let err = footer(&path, &f, bytes.len() as u64).err().unwrap();
             assert_eq!(err.code(), crate::Code::CorruptFile, "{name}: {err}");
             let text = err.to_string();
-            assert!(text.starts_with(&format!("{}: damaged Parquet file (", path.display())), "{name}: names the file: {text}");
+            assert!(
+                text.starts_with(&format!("{}: damaged Parquet file (", path.display())),
+                "{name}: names the file: {text}"
+            );
             assert!(text.contains(expected), "{name}: {text}");
         }
     }

@@ -49,7 +49,10 @@ pub const META_FILE_ID: &str = "rlprobe.file_id";
 
 /// `part-00012.parquet` → 12.
 pub fn part_index(name: &str) -> Option<u64> {
-    name.strip_prefix(PART_PREFIX)?.strip_suffix(".parquet")?.parse().ok()
+    name.strip_prefix(PART_PREFIX)?
+        .strip_suffix(".parquet")?
+        .parse()
+        .ok()
 }
 
 pub fn part_name(index: u64) -> String {
@@ -58,7 +61,10 @@ pub fn part_name(index: u64) -> String {
 
 /// `shard-00003.parquet` → 3.
 pub fn shard_index(name: &str) -> Option<u64> {
-    name.strip_prefix(SHARD_PREFIX)?.strip_suffix(".parquet")?.parse().ok()
+    name.strip_prefix(SHARD_PREFIX)?
+        .strip_suffix(".parquet")?
+        .parse()
+        .ok()
 }
 
 pub fn shard_name(index: u64) -> String {
@@ -131,20 +137,37 @@ mod tests {
         for i in [100000u64, 2, 99999] {
             fs::write(dir.join(part_name(i)), b"").unwrap();
         }
-        let got: Vec<u64> = list_parts(&dir).unwrap().into_iter().map(|(i, _)| i).collect();
+        let got: Vec<u64> = list_parts(&dir)
+            .unwrap()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(got, vec![2, 99999, 100000]);
     }
 
     #[test]
     fn a_stream_listing_keeps_what_it_does_not_recognise_but_not_our_temporaries() {
         let dir = crate::testutil::tempdir("stream-dir");
-        for name in ["part-00001.parquet", "shard-00000.parquet", "notes.parquet", ".DS_Store", ".part-00002.tmp-1-0"] {
+        for name in [
+            "part-00001.parquet",
+            "shard-00000.parquet",
+            "notes.parquet",
+            ".DS_Store",
+            ".part-00002.tmp-1-0",
+        ] {
             fs::write(dir.join(name), b"").unwrap();
         }
         fs::create_dir(dir.join("nested")).unwrap();
         let l = list_stream_dir(&dir).unwrap();
         assert_eq!(l.parts, vec![(1, dir.join("part-00001.parquet"))]);
         assert_eq!(l.shards, vec![(0, dir.join("shard-00000.parquet"))]);
-        assert_eq!(l.others, vec![dir.join(".DS_Store"), dir.join("nested"), dir.join("notes.parquet")]);
+        assert_eq!(
+            l.others,
+            vec![
+                dir.join(".DS_Store"),
+                dir.join("nested"),
+                dir.join("notes.parquet")
+            ]
+        );
     }
 }

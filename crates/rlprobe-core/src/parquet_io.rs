@@ -35,7 +35,10 @@ pub struct ParquetWriter<W: io::Write + Send> {
 
 impl<W: io::Write + Send> ParquetWriter<W> {
     fn failed(&self, e: ParquetError) -> Error {
-        Error::WriteParquet { path: self.path.clone(), source: Arc::new(e) }
+        Error::WriteParquet {
+            path: self.path.clone(),
+            source: Arc::new(e),
+        }
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -56,9 +59,15 @@ impl<W: io::Write + Send> ParquetWriter<W> {
         self.flush()?;
         let data_len = self.w.bytes_written() as u64;
         let placeholder = self.w.inner_mut().footer_starts_at(data_len);
-        self.w.append_key_value_metadata(KeyValue::new(META_CHECKSUMS.to_string(), placeholder.clone()));
+        self.w.append_key_value_metadata(KeyValue::new(
+            META_CHECKSUMS.to_string(),
+            placeholder.clone(),
+        ));
         let path = self.path;
-        let sink = self.w.into_inner().map_err(|e| Error::WriteParquet { path: path.clone(), source: Arc::new(e) })?;
+        let sink = self.w.into_inner().map_err(|e| Error::WriteParquet {
+            path: path.clone(),
+            source: Arc::new(e),
+        })?;
         sink.finish(&placeholder, &path)
     }
 }
@@ -71,7 +80,11 @@ fn new_file_id() -> String {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(SEQ.fetch_add(1, Ordering::Relaxed));
     h.write_u32(std::process::id());
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
     format!("{:016x}", h.finish())
 }
 
@@ -88,12 +101,24 @@ pub fn arrow_writer<W: io::Write + Send>(
     metadata.push(KeyValue::new(META_FILE_ID.to_string(), new_file_id()));
     let props = writer_properties(schema.as_ref(), codec, metadata)?;
     let w = ArrowWriter::try_new(ChecksumSink::new(sink), Arc::clone(&schema), Some(props))
-        .map_err(|e| Error::WriteParquet { path: path.to_path_buf(), source: Arc::new(e) })?;
-    Ok(ParquetWriter { w, path: path.to_path_buf() })
+        .map_err(|e| Error::WriteParquet {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        })?;
+    Ok(ParquetWriter {
+        w,
+        path: path.to_path_buf(),
+    })
 }
 
 /// Writes `table` as one Parquet file into `sink` (the file at `path`) and hands the sink back.
-pub fn write_table<W: io::Write + Send>(sink: W, path: &Path, table: &Table, codec: Codec, metadata: Vec<KeyValue>) -> Result<W> {
+pub fn write_table<W: io::Write + Send>(
+    sink: W,
+    path: &Path,
+    table: &Table,
+    codec: Codec,
+    metadata: Vec<KeyValue>,
+) -> Result<W> {
     let batch = table.to_record_batch()?;
     let mut w = arrow_writer(sink, path, batch.schema(), codec, metadata)?;
     w.write(&batch)?;
@@ -116,11 +141,21 @@ impl ParquetFile {
         let file = open_regular(path, Some(Remedy::MoveAside))?;
         let len = file.metadata().at("reading the metadata of", path)?.len();
         let footer = crate::footer_cache::footer(path, &file, len)?;
-        Ok(ParquetFile { path: path.to_path_buf(), file, len, footer, damage: DamageSlot::default() })
+        Ok(ParquetFile {
+            path: path.to_path_buf(),
+            file,
+            len,
+            footer,
+            damage: DamageSlot::default(),
+        })
     }
 
     pub fn name(&self) -> String {
-        self.path.file_name().unwrap_or_default().to_string_lossy().to_string()
+        self.path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string()
     }
 
     pub fn metadata(&self) -> &Arc<ParquetMetaData> {
@@ -138,12 +173,22 @@ impl ParquetFile {
 
     /// The footer's key-value metadata.
     pub fn key_values(&self) -> Vec<(String, String)> {
-        let kv = self.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
-        kv.into_iter().map(|k| (k.key, k.value.unwrap_or_default())).collect()
+        let kv = self
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .cloned()
+            .unwrap_or_default();
+        kv.into_iter()
+            .map(|k| (k.key, k.value.unwrap_or_default()))
+            .collect()
     }
 
     pub fn key_value(&self, key: &str) -> Option<String> {
-        self.key_values().into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.key_values()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// The id every file we write carries (None: another writer's, or an older rlprobe's).
@@ -161,14 +206,34 @@ impl ParquetFile {
     }
 
     /// A batch reader builder over the verified bytes of the file.
-    pub fn reader(&self, batch_rows: usize) -> Result<ParquetRecordBatchReaderBuilder<CheckedFile>> {
-        let checked = CheckedFile::new(&self.file, &self.path, self.len, self.footer.checksums.clone(), Arc::clone(&self.damage))?;
-        Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(checked, self.footer.meta.clone()).with_batch_size(batch_rows))
+    pub fn reader(
+        &self,
+        batch_rows: usize,
+    ) -> Result<ParquetRecordBatchReaderBuilder<CheckedFile>> {
+        let checked = CheckedFile::new(
+            &self.file,
+            &self.path,
+            self.len,
+            self.footer.checksums.clone(),
+            Arc::clone(&self.damage),
+        )?;
+        Ok(
+            ParquetRecordBatchReaderBuilder::new_with_metadata(checked, self.footer.meta.clone())
+                .with_batch_size(batch_rows),
+        )
     }
 
     /// Streams the file's batches to `f` (compaction: constant memory per batch).
-    pub fn for_each_batch(&self, batch_rows: usize, mut f: impl FnMut(RecordBatch) -> Result<()>) -> Result<()> {
-        for batch in self.reader(batch_rows)?.build().map_err(|e| self.damaged(e))? {
+    pub fn for_each_batch(
+        &self,
+        batch_rows: usize,
+        mut f: impl FnMut(RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        for batch in self
+            .reader(batch_rows)?
+            .build()
+            .map_err(|e| self.damaged(e))?
+        {
             f(batch.map_err(|e| self.damaged(e))?)?;
         }
         Ok(())
@@ -179,12 +244,17 @@ impl ParquetFile {
     pub fn read_into(&self, table: &mut Table, columns: Option<&[String]>) -> Result<()> {
         let mut b = self.reader(65_536)?;
         if let Some(cols) = columns {
-            let mask = ProjectionMask::roots(b.parquet_schema(), column_indices(b.schema(), |n| cols.iter().any(|c| c == n)));
+            let mask = ProjectionMask::roots(
+                b.parquet_schema(),
+                column_indices(b.schema(), |n| cols.iter().any(|c| c == n)),
+            );
             b = b.with_projection(mask);
         }
         for batch in b.build().map_err(|e| self.damaged(e))? {
             let batch = batch.map_err(|e| self.damaged(e))?;
-            table.append_batch(&batch).map_err(|e| e.in_file(&self.path))?;
+            table
+                .append_batch(&batch)
+                .map_err(|e| e.in_file(&self.path))?;
         }
         Ok(())
     }
@@ -198,8 +268,17 @@ pub fn row_count(path: &Path) -> Result<u64> {
 }
 
 /// Indices of the top-level columns of `schema` whose name `keep` accepts.
-pub fn column_indices(schema: &arrow::datatypes::Schema, keep: impl Fn(&str) -> bool) -> Vec<usize> {
-    schema.fields().iter().enumerate().filter(|(_, f)| keep(f.name())).map(|(i, _)| i).collect()
+pub fn column_indices(
+    schema: &arrow::datatypes::Schema,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<usize> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| keep(f.name()))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Pays the codec's one-time initialisation (zstd tables, page buffers) with a throwaway
@@ -215,7 +294,13 @@ pub fn prewarm() {
     }
     t.finish_rows(1);
     // a throwaway: nothing is lost if it fails, and the first real write reports its own error
-    let _ = write_table(Vec::new(), Path::new("(pre-warm, in memory)"), &t, Codec::default(), Vec::new());
+    let _ = write_table(
+        Vec::new(),
+        Path::new("(pre-warm, in memory)"),
+        &t,
+        Codec::default(),
+        Vec::new(),
+    );
 }
 
 #[cfg(test)]
@@ -226,8 +311,12 @@ mod tests {
     fn table(rows: usize) -> Table {
         let mut t = Table::default();
         for r in 0..rows {
-            t.column_mut("step", crate::schema::ColumnKind::I64).unwrap().push_number(r as f64);
-            t.column_mut("loss", crate::schema::ColumnKind::F64).unwrap().push_number((r as f64).sqrt());
+            t.column_mut("step", crate::schema::ColumnKind::I64)
+                .unwrap()
+                .push_number(r as f64);
+            t.column_mut("loss", crate::schema::ColumnKind::F64)
+                .unwrap()
+                .push_number((r as f64).sqrt());
             t.finish_rows(r + 1);
         }
         t
@@ -238,7 +327,14 @@ mod tests {
         let dir = tempdir("parquet-io");
         let path = dir.join("part-00000.parquet");
         // several checksum blocks and row groups
-        write_table(File::create(&path).unwrap(), &path, &table(200_000), Codec::default(), Vec::new()).unwrap();
+        write_table(
+            File::create(&path).unwrap(),
+            &path,
+            &table(200_000),
+            Codec::default(),
+            Vec::new(),
+        )
+        .unwrap();
         let f = ParquetFile::open(&path).unwrap();
         assert_eq!(f.rows(), 200_000);
         assert_eq!(f.file_id().map(|id| id.len()), Some(16));
@@ -247,10 +343,20 @@ mod tests {
         let mut t = Table::default();
         f.read_into(&mut t, None).unwrap();
         assert_eq!(t.rows, 200_000);
-        assert_eq!(t.column("loss").unwrap().scalar(199_999), Some((199_999f64).sqrt()));
+        assert_eq!(
+            t.column("loss").unwrap().scalar(199_999),
+            Some((199_999f64).sqrt())
+        );
         // another copy of the same table is another file
         let other = dir.join("part-00001.parquet");
-        write_table(File::create(&other).unwrap(), &other, &table(10), Codec::default(), Vec::new()).unwrap();
+        write_table(
+            File::create(&other).unwrap(),
+            &other,
+            &table(10),
+            Codec::default(),
+            Vec::new(),
+        )
+        .unwrap();
         assert_ne!(ParquetFile::open(&other).unwrap().file_id(), f.file_id());
     }
 
@@ -259,7 +365,8 @@ mod tests {
         let dir = tempdir("parquet-io-foreign");
         let path = dir.join("shard-00000.parquet");
         let batch = table(100).to_record_batch().unwrap();
-        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        let mut w =
+            ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let f = ParquetFile::open(&path).unwrap();

@@ -6,8 +6,8 @@
 
 use arrow::datatypes::{DataType, Schema};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::metadata::KeyValue;
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::schema::types::ColumnPath;
 
 use crate::error::{Error, Result};
@@ -32,13 +32,21 @@ impl Default for Codec {
         // docs/architecture.md): BYTE_STREAM_SPLIT took 19.6 MB to 17.2 MB at zstd(3);
         // dictionaries only cost (the int columns are step-like, unique per row); zstd(6+)
         // saved under 1% for twice the write time.
-        Codec { zstd_level: 3, dictionary: false, byte_stream_split: true }
+        Codec {
+            zstd_level: 3,
+            dictionary: false,
+            byte_stream_split: true,
+        }
     }
 }
 
 /// Writer properties for a table with `schema`, carrying `metadata` in the footer. A zstd
 /// level outside 1..=22 is refused, not silently replaced by another.
-pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>) -> Result<WriterProperties> {
+pub fn writer_properties(
+    schema: &Schema,
+    codec: Codec,
+    metadata: Vec<KeyValue>,
+) -> Result<WriterProperties> {
     let level = ZstdLevel::try_new(codec.zstd_level).map_err(|e| Error::InvalidOption {
         option: "zstd level",
         value: codec.zstd_level.to_string(),
@@ -55,7 +63,11 @@ pub fn writer_properties(schema: &Schema, codec: Codec, metadata: Vec<KeyValue>)
         // groups by the chunk statistics and never used it
         .set_offset_index_disabled(true)
         // says the file carries checksums: without a readable record it is damaged
-        .set_created_by(format!("rlprobe {} {}", env!("CARGO_PKG_VERSION"), crate::checksums::CHECKSUMMED_BY));
+        .set_created_by(format!(
+            "rlprobe {} {}",
+            env!("CARGO_PKG_VERSION"),
+            crate::checksums::CHECKSUMMED_BY
+        ));
     if !metadata.is_empty() {
         b = b.set_key_value_metadata(Some(metadata));
     }
@@ -80,11 +92,34 @@ mod tests {
     fn a_zstd_level_out_of_range_is_refused_naming_it() {
         let schema = Schema::empty();
         for level in [0, 23, -5] {
-            let e = writer_properties(&schema, Codec { zstd_level: level, ..Codec::default() }, Vec::new()).unwrap_err();
+            let e = writer_properties(
+                &schema,
+                Codec {
+                    zstd_level: level,
+                    ..Codec::default()
+                },
+                Vec::new(),
+            )
+            .unwrap_err();
             assert_eq!(e.code(), crate::Code::Invalid);
-            assert!(e.to_string().starts_with(&format!("invalid zstd level {level}: expected 1 to 22")), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("invalid zstd level {level}: expected 1 to 22")),
+                "{e}"
+            );
         }
-        let props = writer_properties(&schema, Codec { zstd_level: 9, ..Codec::default() }, Vec::new()).unwrap();
-        assert_eq!(props.compression(&ColumnPath::new(vec!["x".into()])), Compression::ZSTD(ZstdLevel::try_new(9).unwrap()));
+        let props = writer_properties(
+            &schema,
+            Codec {
+                zstd_level: 9,
+                ..Codec::default()
+            },
+            Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            props.compression(&ColumnPath::new(vec!["x".into()])),
+            Compression::ZSTD(ZstdLevel::try_new(9).unwrap())
+        );
     }
 }

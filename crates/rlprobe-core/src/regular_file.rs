@@ -19,7 +19,11 @@ pub fn open_regular(path: &Path, remedy: Option<Remedy>) -> Result<File> {
     };
     let meta = file.metadata().at("reading the metadata of", path)?;
     if !meta.file_type().is_file() {
-        return Err(Error::NotRegularFile { path: path.to_path_buf(), what: describe(path, &meta.file_type()), remedy });
+        return Err(Error::NotRegularFile {
+            path: path.to_path_buf(),
+            what: describe(path, &meta.file_type()),
+            remedy,
+        });
     }
     Ok(file)
 }
@@ -29,7 +33,10 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a
     // writer (no effect on regular files)
-    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 #[cfg(not(unix))]
@@ -78,7 +85,11 @@ fn not_readable(path: &Path, e: io::Error, remedy: Option<Remedy>) -> Error {
     #[cfg(unix)]
     if e.raw_os_error() == Some(libc::ELOOP) {
         let what = "a symbolic link loop (too many levels of symbolic links)".to_string();
-        return Error::NotRegularFile { path: path.to_path_buf(), what, remedy };
+        return Error::NotRegularFile {
+            path: path.to_path_buf(),
+            what,
+            remedy,
+        };
     }
     Error::io("opening", path, e)
 }
@@ -90,7 +101,10 @@ mod tests {
     use std::time::{Duration, Instant};
 
     fn mkfifo(path: &Path) {
-        let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
         assert!(status.success());
     }
 
@@ -99,22 +113,42 @@ mod tests {
         let dir = tempdir("regular");
         let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
             ("fifo", Box::new(|p| mkfifo(p)), "a FIFO (named pipe)"),
-            ("zero", Box::new(|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()), "a symbolic link to /dev/zero (a character device)"),
-            ("dir", Box::new(|p| fs::create_dir(p).unwrap()), "a directory"),
-            ("loop", Box::new(|p| std::os::unix::fs::symlink(p, p).unwrap()), "a symbolic link loop"),
+            (
+                "zero",
+                Box::new(|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+                "a symbolic link to /dev/zero (a character device)",
+            ),
+            (
+                "dir",
+                Box::new(|p| fs::create_dir(p).unwrap()),
+                "a directory",
+            ),
+            (
+                "loop",
+                Box::new(|p| std::os::unix::fs::symlink(p, p).unwrap()),
+                "a symbolic link loop",
+            ),
         ];
         for (name, make, expected) in cases {
             let path = dir.join(name);
             make(&path);
             let started = Instant::now();
             let err = open_regular(&path, None).expect_err(name);
-            assert!(started.elapsed() < Duration::from_secs(2), "{name}: returned at once");
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{name}: returned at once"
+            );
             let msg = err.to_string();
-            assert!(msg.starts_with(&path.display().to_string()), "{name}: names the file: {msg}");
+            assert!(
+                msg.starts_with(&path.display().to_string()),
+                "{name}: names the file: {msg}"
+            );
             assert!(msg.contains(expected), "{name}: says what it is: {msg}");
         }
         fs::write(dir.join("ok"), b"x").unwrap();
         assert!(open_regular(&dir.join("ok"), None).is_ok());
-        assert!(open_regular(&dir.join("missing"), None).unwrap_err().is_not_found());
+        assert!(open_regular(&dir.join("missing"), None)
+            .unwrap_err()
+            .is_not_found());
     }
 }

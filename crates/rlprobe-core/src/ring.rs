@@ -130,16 +130,27 @@ pub enum PushError {
 pub fn channel(max_records: usize, min_slots: usize) -> (Producer, Consumer) {
     let slots = min_slots.clamp(64, MAX_SLOTS).next_power_of_two();
     let mem = Arc::new(RingMemory {
-        words: (0..HEADER_WORDS + slots).map(|_| AtomicU64::new(0)).collect(),
+        words: (0..HEADER_WORDS + slots)
+            .map(|_| AtomicU64::new(0))
+            .collect(),
         mask: (slots - 1) as u32,
         max_records: max_records.clamp(1, u32::MAX as usize / 2) as u32,
     });
-    (Producer { mem: mem.clone(), _not_sync: PhantomData }, Consumer { mem })
+    (
+        Producer {
+            mem: mem.clone(),
+            _not_sync: PhantomData,
+        },
+        Consumer { mem },
+    )
 }
 
 fn bump_f64(w: &AtomicU64, by: f64) {
     // one writer (the producing thread): load + store, no locked instruction
-    w.store((f64::from_bits(w.load(Ordering::Relaxed)) + by).to_bits(), Ordering::Release);
+    w.store(
+        (f64::from_bits(w.load(Ordering::Relaxed)) + by).to_bits(),
+        Ordering::Release,
+    );
 }
 
 impl Producer {
@@ -176,9 +187,15 @@ impl Producer {
         let head = m.word_u32(HEAD_SLOT).load(Ordering::Acquire);
         let popped = m.word_u32(HEAD_RECORDS).load(Ordering::Acquire);
         let room_to_end = cap - (tail & m.mask);
-        let skip = if room_to_end < len + 1 { room_to_end } else { 0 };
+        let skip = if room_to_end < len + 1 {
+            room_to_end
+        } else {
+            0
+        };
         let used = tail.wrapping_sub(head);
-        if records.wrapping_sub(popped) >= m.max_records || used as u64 + skip as u64 + len as u64 + 1 > cap as u64 {
+        if records.wrapping_sub(popped) >= m.max_records
+            || used as u64 + skip as u64 + len as u64 + 1 > cap as u64
+        {
             self.count_dropped();
             return Err(PushError::Full);
         }
@@ -191,9 +208,11 @@ impl Producer {
             m.slot(pos).store(v.to_bits(), Ordering::Relaxed);
             pos = pos.wrapping_add(1);
         }
-        m.slot(tail).store((len as f64).to_bits(), Ordering::Relaxed);
+        m.slot(tail)
+            .store((len as f64).to_bits(), Ordering::Relaxed);
         m.word_u32(TAIL_SLOT).store(pos, Ordering::Release);
-        m.word_u32(TAIL_RECORDS).store(records.wrapping_add(1), Ordering::Release);
+        m.word_u32(TAIL_RECORDS)
+            .store(records.wrapping_add(1), Ordering::Release);
         Ok(())
     }
 }
@@ -223,21 +242,31 @@ impl Consumer {
         }
         out.clear();
         // a corrupt length (a producer bug) must not run past the tail
-        let len = if len >= 0.0 && (len as u64) < tail.wrapping_sub(head) as u64 { len as u32 } else { tail.wrapping_sub(head) - 1 };
+        let len = if len >= 0.0 && (len as u64) < tail.wrapping_sub(head) as u64 {
+            len as u32
+        } else {
+            tail.wrapping_sub(head) - 1
+        };
         out.reserve(len as usize);
         for i in 1..=len {
-            out.push(f64::from_bits(m.slot(head.wrapping_add(i)).load(Ordering::Relaxed)));
+            out.push(f64::from_bits(
+                m.slot(head.wrapping_add(i)).load(Ordering::Relaxed),
+            ));
         }
-        m.word_u32(HEAD_SLOT).store(head.wrapping_add(1 + len), Ordering::Release);
+        m.word_u32(HEAD_SLOT)
+            .store(head.wrapping_add(1 + len), Ordering::Release);
         let popped = m.word_u32(HEAD_RECORDS).load(Ordering::Relaxed);
-        m.word_u32(HEAD_RECORDS).store(popped.wrapping_add(1), Ordering::Release);
+        m.word_u32(HEAD_RECORDS)
+            .store(popped.wrapping_add(1), Ordering::Release);
         true
     }
 
     /// Records waiting to be consumed.
     pub fn len(&self) -> u32 {
         let m = &*self.mem;
-        m.word_u32(TAIL_RECORDS).load(Ordering::Acquire).wrapping_sub(m.word_u32(HEAD_RECORDS).load(Ordering::Relaxed))
+        m.word_u32(TAIL_RECORDS)
+            .load(Ordering::Acquire)
+            .wrapping_sub(m.word_u32(HEAD_RECORDS).load(Ordering::Relaxed))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -254,7 +283,9 @@ mod tests {
         let (p, c) = channel(1000, 64);
         let mut out = Vec::new();
         for round in 0..300u32 {
-            let rec: Vec<f64> = (0..(round % 13 + 1)).map(|i| (round * 100 + i) as f64).collect();
+            let rec: Vec<f64> = (0..(round % 13 + 1))
+                .map(|i| (round * 100 + i) as f64)
+                .collect();
             p.push(&rec).unwrap();
             assert!(c.pop_into(&mut out));
             assert_eq!(out, rec);
@@ -305,7 +336,8 @@ mod tests {
     #[test]
     fn nan_and_infinities_survive() {
         let (p, c) = channel(10, 64);
-        p.push(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0]).unwrap();
+        p.push(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0])
+            .unwrap();
         let mut out = Vec::new();
         c.pop_into(&mut out);
         assert!(out[0].is_nan());
@@ -348,7 +380,10 @@ mod tests {
                 if k == n {
                     return seen; // terminator
                 }
-                assert!(last.map_or(true, |l| k > l), "out of order: {k} after {last:?}");
+                assert!(
+                    last.map_or(true, |l| k > l),
+                    "out of order: {k} after {last:?}"
+                );
                 assert_eq!(out.len(), (k % 7 + 1) as usize);
                 assert!(out.iter().all(|&v| v == k as f64));
                 last = Some(k);

@@ -105,7 +105,12 @@ pub fn column_order_key(name: &str) -> (u8, usize, &str) {
 /// The column a top-level key of a step record lands in, or why it cannot be recorded.
 /// Unknown top-level keys become `extra.<key>`, as in the Python package.
 pub fn resolve_step_key(key: &str) -> Result<(String, ColumnKind)> {
-    let refuse = |reason: String| Err(Error::InvalidStepKey { key: key.to_string(), reason });
+    let refuse = |reason: String| {
+        Err(Error::InvalidStepKey {
+            key: key.to_string(),
+            reason,
+        })
+    };
     match key {
         STEP | TIMESTAMP => refuse(format!("`{key}` is encoded in the record header")),
         RANK => refuse("`rank` is set by the recorder, not per step".into()),
@@ -152,10 +157,16 @@ impl Registry {
             return Ok((id, self.defs[id as usize].kind));
         }
         if self.defs.len() >= MAX_COLUMNS {
-            return Err(Error::TooManyColumns { name, limit: MAX_COLUMNS });
+            return Err(Error::TooManyColumns {
+                name,
+                limit: MAX_COLUMNS,
+            });
         }
         let id = self.defs.len() as u32;
-        self.defs.push(ColumnDef { name: name.clone(), kind });
+        self.defs.push(ColumnDef {
+            name: name.clone(),
+            kind,
+        });
         self.by_name.insert(name, id);
         Ok((id, kind))
     }
@@ -168,10 +179,17 @@ impl Registry {
         for key in keys {
             resolved.push(resolve_step_key(key)?);
         }
-        let new_names: std::collections::HashSet<&str> =
-            resolved.iter().map(|(n, _)| n.as_str()).filter(|n| !self.by_name.contains_key(*n)).collect();
+        let new_names: std::collections::HashSet<&str> = resolved
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| !self.by_name.contains_key(*n))
+            .collect();
         if self.defs.len() + new_names.len() > MAX_COLUMNS {
-            return Err(Error::ColumnBudget { adding: new_names.len(), have: self.defs.len(), limit: MAX_COLUMNS });
+            return Err(Error::ColumnBudget {
+                adding: new_names.len(),
+                have: self.defs.len(),
+                limit: MAX_COLUMNS,
+            });
         }
         Ok(resolved
             .into_iter()
@@ -179,7 +197,10 @@ impl Registry {
                 Some(&id) => (id, self.defs[id as usize].kind),
                 None => {
                     let id = self.defs.len() as u32;
-                    self.defs.push(ColumnDef { name: name.clone(), kind });
+                    self.defs.push(ColumnDef {
+                        name: name.clone(),
+                        kind,
+                    });
                     self.by_name.insert(name, id);
                     (id, kind)
                 }
@@ -209,7 +230,10 @@ mod tests {
         let mut r = Registry::default();
         assert_eq!(r.register("loss").unwrap(), (0, ColumnKind::F64));
         assert_eq!(r.register("nan_count").unwrap(), (1, ColumnKind::I64));
-        assert_eq!(r.register("kl_positional").unwrap(), (2, ColumnKind::ListF64));
+        assert_eq!(
+            r.register("kl_positional").unwrap(),
+            (2, ColumnKind::ListF64)
+        );
         assert_eq!(r.register("my_metric").unwrap(), (3, ColumnKind::F64));
         assert_eq!(r.get(3).unwrap().name, "extra.my_metric");
         // the same column through its prefixed name resolves to the same id
@@ -226,7 +250,11 @@ mod tests {
         for i in 0..MAX_COLUMNS {
             r.register(&format!("m{i}")).unwrap();
         }
-        assert!(r.register("one_more").unwrap_err().to_string().contains("too many"));
+        assert!(r
+            .register("one_more")
+            .unwrap_err()
+            .to_string()
+            .contains("too many"));
         assert!(r.register("m7").is_ok(), "existing columns still resolve");
     }
 
@@ -236,12 +264,27 @@ mod tests {
         r.register("loss").unwrap();
         let huge: Vec<String> = (0..MAX_COLUMNS).map(|i| format!("k{i}")).collect();
         let err = r.register_all(&huge).unwrap_err().to_string();
-        assert!(err.contains("4096 new columns") && err.contains("nothing of it was added"), "{err}");
+        assert!(
+            err.contains("4096 new columns") && err.contains("nothing of it was added"),
+            "{err}"
+        );
         assert_eq!(r.len(), 1, "the refused record used none of the budget");
-        let ok = r.register_all(&["loss".into(), "fresh".into(), "extra.fresh".into()]).unwrap();
-        assert_eq!(ok, vec![(0, ColumnKind::F64), (1, ColumnKind::F64), (1, ColumnKind::F64)]);
+        let ok = r
+            .register_all(&["loss".into(), "fresh".into(), "extra.fresh".into()])
+            .unwrap();
+        assert_eq!(
+            ok,
+            vec![
+                (0, ColumnKind::F64),
+                (1, ColumnKind::F64),
+                (1, ColumnKind::F64)
+            ]
+        );
         let bad = r.register_all(&["ok2".into(), "rank".into()]).unwrap_err();
-        assert!(matches!(&bad, Error::InvalidStepKey { key, .. } if key == "rank"), "{bad:?}");
+        assert!(
+            matches!(&bad, Error::InvalidStepKey { key, .. } if key == "rank"),
+            "{bad:?}"
+        );
         assert_eq!(bad.code(), crate::Code::Invalid);
         assert!(bad.to_string().contains("`rank`"), "{bad}");
         assert_eq!(r.len(), 2, "a bad key refuses the whole record");
@@ -249,8 +292,27 @@ mod tests {
 
     #[test]
     fn canonical_order() {
-        let mut names = vec!["extra.b", "reward_component.z", "loss", "step", "zzz", "reward_mean", "rank"];
+        let mut names = vec![
+            "extra.b",
+            "reward_component.z",
+            "loss",
+            "step",
+            "zzz",
+            "reward_mean",
+            "rank",
+        ];
         names.sort_by_key(|n| column_order_key(n));
-        assert_eq!(names, vec!["step", "rank", "reward_mean", "loss", "reward_component.z", "extra.b", "zzz"]);
+        assert_eq!(
+            names,
+            vec![
+                "step",
+                "rank",
+                "reward_mean",
+                "loss",
+                "reward_component.z",
+                "extra.b",
+                "zzz"
+            ]
+        );
     }
 }

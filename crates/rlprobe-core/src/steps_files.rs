@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use crate::error::Result;
 use crate::layout::{STEPS_FILE, STEPS_PARTS_DIR};
 use crate::parquet_io::ParquetFile;
-use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream};
+use crate::stream_files::{
+    damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream,
+};
 use crate::table::Table;
 
 /// An opened step (or span) file. Files are opened before any is read, so a concurrent
@@ -61,9 +63,20 @@ impl TableSources {
     /// interrupted compaction (the old file held them, the new one does too, and they are
     /// deleted only after its rename: forgetting them would make them look new).
     pub fn parts_to_merge(&self) -> (Vec<PartRef>, Vec<PartRef>) {
-        let parts: Vec<PartRef> =
-            self.sources.iter().filter(|s| !s.compacted).map(|s| PartRef { path: s.file.path.clone(), file_id: s.file.file_id() }).collect();
-        let absorbed = parts.iter().chain(&self.absorbed_leftovers).cloned().collect();
+        let parts: Vec<PartRef> = self
+            .sources
+            .iter()
+            .filter(|s| !s.compacted)
+            .map(|s| PartRef {
+                path: s.file.path.clone(),
+                file_id: s.file.file_id(),
+            })
+            .collect();
+        let absorbed = parts
+            .iter()
+            .chain(&self.absorbed_leftovers)
+            .cloned()
+            .collect();
         (parts, absorbed)
     }
 }
@@ -76,17 +89,33 @@ pub fn open_step_sources(run_dir: &Path) -> Result<TableSources> {
 
 /// The files of a table kept as one compacted file plus part files (`steps`, `spans`):
 /// the compacted file first, then every part it did not absorb, in index order.
-pub fn open_compacted_sources(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Stream) -> Result<TableSources> {
+pub fn open_compacted_sources(
+    run_dir: &Path,
+    compacted_name: &str,
+    parts_dir: &str,
+    stream: Stream,
+) -> Result<TableSources> {
     crate::atomic::retry_while_files_move(|| try_open(run_dir, compacted_name, parts_dir, stream))
 }
 
-fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Stream) -> Result<TableSources> {
+fn try_open(
+    run_dir: &Path,
+    compacted_name: &str,
+    parts_dir: &str,
+    stream: Stream,
+) -> Result<TableSources> {
     // Parts before steps.parquet: a compaction finishing in between then lists these parts
     // as absorbed (skipped). steps.parquet first would miss their rows: the old table lacks
     // them, and they are deleted by the time the parts are listed.
     let compacted_path = run_dir.join(compacted_name);
-    let in_parts_dir = Path::new(compacted_name).parent().is_some_and(|p| p == Path::new(parts_dir));
-    let listed = open_parts(&run_dir.join(parts_dir), stream, in_parts_dir.then(|| compacted_path.file_name().unwrap().to_str().unwrap()))?;
+    let in_parts_dir = Path::new(compacted_name)
+        .parent()
+        .is_some_and(|p| p == Path::new(parts_dir));
+    let listed = open_parts(
+        &run_dir.join(parts_dir),
+        stream,
+        in_parts_dir.then(|| compacted_path.file_name().unwrap().to_str().unwrap()),
+    )?;
     let mut foreign = listed.foreign;
     let mut compacted = match ParquetFile::open(&compacted_path) {
         Ok(file) => Some(file),
@@ -103,45 +132,81 @@ fn try_open(run_dir: &Path, compacted_name: &str, parts_dir: &str, stream: Strea
             Some(reason) => Err(reason),
             None => {
                 let claims = Absorbed::of(file)?;
-                claims.conflict(listed.parts.iter().map(|(_, f)| f)).map_or(Ok(claims), Err)
+                claims
+                    .conflict(listed.parts.iter().map(|(_, f)| f))
+                    .map_or(Ok(claims), Err)
             }
         };
         match claims {
             Err(reason) => {
-                foreign.push(SkippedFile { path: file.path.clone(), reason });
+                foreign.push(SkippedFile {
+                    path: file.path.clone(),
+                    reason,
+                });
                 compacted = None;
             }
             Ok(claims) => absorbed = claims,
         }
     }
-    let next_part = absorbed.next_part().max(listed.max_index.map_or(0, |i| i + 1));
+    let next_part = absorbed
+        .next_part()
+        .max(listed.max_index.map_or(0, |i| i + 1));
     let mut absorbed_leftovers = Vec::new();
     let mut parts = Vec::new();
     for (_, file) in listed.parts {
         if absorbed.contains(&file.name()) {
-            absorbed_leftovers.push(PartRef { path: file.path.clone(), file_id: file.file_id() });
+            absorbed_leftovers.push(PartRef {
+                path: file.path.clone(),
+                file_id: file.file_id(),
+            });
         } else if let Some(original) = absorbed.copy_of(&file) {
             let reason = format!("a copy of {original} (the same rlprobe.file_id), whose rows {compacted_name} already holds");
-            foreign.push(SkippedFile { path: file.path.clone(), reason });
+            foreign.push(SkippedFile {
+                path: file.path.clone(),
+                reason,
+            });
         } else {
             parts.push(file);
         }
     }
     let mut damaged = Vec::new();
     for (_, d) in listed.damaged {
-        let name = d.path.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let name = d
+            .path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         // a damaged copy of a part the compacted table holds costs nothing: compaction deletes it
         if absorbed.contains(&name) {
-            absorbed_leftovers.push(PartRef { path: d.path, file_id: None });
+            absorbed_leftovers.push(PartRef {
+                path: d.path,
+                file_id: None,
+            });
         } else {
             damaged.push(d);
         }
     }
     let mut seen = HashMap::new();
-    let mut sources: Vec<TableSource> = compacted.map(|file| TableSource { file, compacted: true }).into_iter().collect();
-    sources.extend(parts.into_iter().map(|file| TableSource { file, compacted: false }));
+    let mut sources: Vec<TableSource> = compacted
+        .map(|file| TableSource {
+            file,
+            compacted: true,
+        })
+        .into_iter()
+        .collect();
+    sources.extend(parts.into_iter().map(|file| TableSource {
+        file,
+        compacted: false,
+    }));
     let sources = drop_copies(sources, |s| &s.file, &mut foreign, &mut seen);
-    Ok(TableSources { sources, absorbed_leftovers, next_part, foreign, damaged })
+    Ok(TableSources {
+        sources,
+        absorbed_leftovers,
+        next_part,
+        foreign,
+        damaged,
+    })
 }
 
 /// Reads every step of a run (all columns, or only `columns`), each exactly once,
@@ -150,7 +215,11 @@ pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> Result<Table> {
     let sources = open_step_sources(run_dir)?;
     sources.require_readable()?;
     let mut table = Table::default();
-    table.capacity_hint += sources.sources.iter().map(|s| s.file.rows() as usize).sum::<usize>();
+    table.capacity_hint += sources
+        .sources
+        .iter()
+        .map(|s| s.file.rows() as usize)
+        .sum::<usize>();
     for s in &sources.sources {
         s.file.read_into(&mut table, columns)?;
     }
@@ -170,7 +239,10 @@ pub fn step_schema(run_dir: &Path) -> Result<arrow::datatypes::SchemaRef> {
         let readable: Vec<_> = schema
             .fields()
             .iter()
-            .filter(|f| f.data_type() == &arrow::datatypes::DataType::Null || crate::table::kind_of_arrow(f.data_type()).is_some())
+            .filter(|f| {
+                f.data_type() == &arrow::datatypes::DataType::Null
+                    || crate::table::kind_of_arrow(f.data_type()).is_some()
+            })
             .cloned()
             .collect();
         schemas.push(std::sync::Arc::new(arrow::datatypes::Schema::new(readable)));

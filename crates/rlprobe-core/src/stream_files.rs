@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use arrow::datatypes::Schema;
 
 use crate::error::{Error, Result};
-use crate::layout::{list_stream_dir, part_index, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART};
+use crate::layout::{
+    list_stream_dir, part_index, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART,
+};
 use crate::parquet_io::ParquetFile;
 
 /// A file readers skip, and why.
@@ -63,8 +65,12 @@ impl Stream {
             Stream::Steps if !has("step") => "it has no `step` column",
             Stream::Steps if has("sample_id") => "it has a `sample_id` column (a samples table)",
             Stream::Steps if has("span_id") => "it has a `span_id` column (a spans table)",
-            Stream::Samples if !has("step") || !has("sample_id") => "it lacks the `step` and `sample_id` columns of a samples table",
-            Stream::Spans if !has("span_id") || !has("start_time") => "it lacks the `span_id` and `start_time` columns of a spans table",
+            Stream::Samples if !has("step") || !has("sample_id") => {
+                "it lacks the `step` and `sample_id` columns of a samples table"
+            }
+            Stream::Spans if !has("span_id") || !has("start_time") => {
+                "it lacks the `span_id` and `start_time` columns of a spans table"
+            }
             _ => return None,
         };
         Some(format!("not a {} table: {problem}", self.name()))
@@ -93,18 +99,36 @@ pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> Result
         Stream::Samples => "part-NNNNN.parquet or shard-NNNNN.parquet",
         Stream::Steps | Stream::Spans => "part-NNNNN.parquet",
     };
-    let mut out = Parts { parts: Vec::new(), damaged: Vec::new(), foreign: Vec::new(), shards: Vec::new(), max_index: None };
+    let mut out = Parts {
+        parts: Vec::new(),
+        damaged: Vec::new(),
+        foreign: Vec::new(),
+        shards: Vec::new(),
+        max_index: None,
+    };
     for path in listing.others {
         if compacted.is_some_and(|c| path.file_name().is_some_and(|n| n == c)) {
             continue;
         }
-        out.foreign.push(SkippedFile { path, reason: format!("not a file rlprobe writes in {}/ (it writes {expected})", stream.name()) });
+        out.foreign.push(SkippedFile {
+            path,
+            reason: format!(
+                "not a file rlprobe writes in {}/ (it writes {expected})",
+                stream.name()
+            ),
+        });
     }
     if stream == Stream::Samples {
         out.shards = listing.shards;
     } else {
         for (_, path) in listing.shards {
-            out.foreign.push(SkippedFile { path, reason: format!("not a file rlprobe writes in {}/ (it writes {expected})", stream.name()) });
+            out.foreign.push(SkippedFile {
+                path,
+                reason: format!(
+                    "not a file rlprobe writes in {}/ (it writes {expected})",
+                    stream.name()
+                ),
+            });
         }
     }
     for (index, path) in listing.parts {
@@ -143,7 +167,9 @@ impl Absorbed {
                 META_COMPACTED_PARTS => names = parse_name_list(file, META_COMPACTED_PARTS, &v)?,
                 META_COMPACTED_IDS => ids = Some(parse_name_list(file, META_COMPACTED_IDS, &v)?),
                 META_NEXT_PART => {
-                    next_part = v.trim().parse().map_err(|_| corrupt_key(file, META_NEXT_PART, &v, "is not a part number"))?;
+                    next_part = v.trim().parse().map_err(|_| {
+                        corrupt_key(file, META_NEXT_PART, &v, "is not a part number")
+                    })?;
                 }
                 _ => {}
             }
@@ -153,11 +179,24 @@ impl Absorbed {
             None => vec![String::new(); names.len()],
             Some(ids) if ids.len() == names.len() => ids,
             Some(ids) => {
-                let problem = format!("lists {} file ids for the {} parts of `{META_COMPACTED_PARTS}`", ids.len(), names.len());
-                return Err(corrupt_key(file, META_COMPACTED_IDS, &name_list_json(&ids), &problem));
+                let problem = format!(
+                    "lists {} file ids for the {} parts of `{META_COMPACTED_PARTS}`",
+                    ids.len(),
+                    names.len()
+                );
+                return Err(corrupt_key(
+                    file,
+                    META_COMPACTED_IDS,
+                    &name_list_json(&ids),
+                    &problem,
+                ));
             }
         };
-        let ids = names.into_iter().zip(ids).map(|(n, id)| (n, Some(id).filter(|id| !id.is_empty()))).collect();
+        let ids = names
+            .into_iter()
+            .zip(ids)
+            .map(|(n, id)| (n, Some(id).filter(|id| !id.is_empty())))
+            .collect();
         Ok(Absorbed { ids, next_part })
     }
 
@@ -172,7 +211,11 @@ impl Absorbed {
 
     /// The smallest part index above every absorbed name and the recorded next index.
     pub fn next_part(&self) -> u64 {
-        self.ids.keys().filter_map(|n| part_index(n)).map(|i| i + 1).fold(self.next_part, u64::max)
+        self.ids
+            .keys()
+            .filter_map(|n| part_index(n))
+            .map(|i| i + 1)
+            .fold(self.next_part, u64::max)
     }
 
     /// The absorbed part that `file` is a copy of under another name (the same file id):
@@ -180,7 +223,10 @@ impl Absorbed {
     pub fn copy_of(&self, file: &ParquetFile) -> Option<String> {
         let id = file.file_id()?;
         let name = file.name();
-        self.ids.iter().find(|(n, i)| **n != name && i.as_deref() == Some(id.as_str())).map(|(n, _)| n.clone())
+        self.ids
+            .iter()
+            .find(|(n, i)| **n != name && i.as_deref() == Some(id.as_str()))
+            .map(|(n, _)| n.clone())
     }
 
     /// A part on disk under a name this compaction lists, but another file than the one it
@@ -199,13 +245,25 @@ impl Absorbed {
 }
 
 fn corrupt_key(file: &ParquetFile, key: &'static str, value: &str, problem: &str) -> Error {
-    Error::CorruptMetadata { path: file.path.clone(), key, value: value.chars().take(200).collect(), problem: problem.to_string() }
+    Error::CorruptMetadata {
+        path: file.path.clone(),
+        key,
+        value: value.chars().take(200).collect(),
+        problem: problem.to_string(),
+    }
 }
 
 /// Parses the JSON array of names (or ids) we write (`["part-00000.parquet",…]`) from the
 /// footer key `key` of `file`.
 fn parse_name_list(file: &ParquetFile, key: &'static str, v: &str) -> Result<Vec<String>> {
-    serde_json::from_str(v).map_err(|e| corrupt_key(file, key, v, &format!("is not a JSON array of strings ({e})")))
+    serde_json::from_str(v).map_err(|e| {
+        corrupt_key(
+            file,
+            key,
+            v,
+            &format!("is not a JSON array of strings ({e})"),
+        )
+    })
 }
 
 pub fn name_list_json(names: &[String]) -> String {
@@ -213,7 +271,12 @@ pub fn name_list_json(names: &[String]) -> String {
 }
 
 /// Keeps the first file of each file id, in the given order; later copies become foreign.
-pub fn drop_copies<T>(files: Vec<T>, file_of: impl Fn(&T) -> &ParquetFile, foreign: &mut Vec<SkippedFile>, seen: &mut HashMap<String, String>) -> Vec<T> {
+pub fn drop_copies<T>(
+    files: Vec<T>,
+    file_of: impl Fn(&T) -> &ParquetFile,
+    foreign: &mut Vec<SkippedFile>,
+    seen: &mut HashMap<String, String>,
+) -> Vec<T> {
     let mut kept = Vec::with_capacity(files.len());
     for f in files {
         let pf = file_of(&f);
@@ -239,7 +302,10 @@ pub fn damaged_error(damaged: &[DamagedFile]) -> Option<Error> {
     let first = damaged.first()?.error.clone();
     Some(match damaged.len() {
         1 => first,
-        n => Error::DamagedFiles { first: Box::new(first), more: n - 1 },
+        n => Error::DamagedFiles {
+            first: Box::new(first),
+            more: n - 1,
+        },
     })
 }
 
@@ -249,8 +315,14 @@ mod tests {
 
     #[test]
     fn name_lists_are_json() {
-        let names = vec!["part-00000.parquet".to_string(), "a \"quoted\", name".to_string()];
-        assert_eq!(serde_json::from_str::<Vec<String>>(&name_list_json(&names)).unwrap(), names);
+        let names = vec![
+            "part-00000.parquet".to_string(),
+            "a \"quoted\", name".to_string(),
+        ];
+        assert_eq!(
+            serde_json::from_str::<Vec<String>>(&name_list_json(&names)).unwrap(),
+            names
+        );
         assert_eq!(name_list_json(&[]), "[]");
         assert_eq!(name_list_json(&["".into(), "ab".into()]), r#"["","ab"]"#);
     }
@@ -258,12 +330,24 @@ mod tests {
     #[test]
     fn a_table_of_another_stream_is_named_as_such() {
         use arrow::datatypes::{DataType, Field};
-        let steps = Schema::new(vec![Field::new("step", DataType::Int64, true), Field::new("loss", DataType::Float64, true)]);
-        let samples = Schema::new(vec![Field::new("step", DataType::Int64, true), Field::new("sample_id", DataType::Utf8, true)]);
+        let steps = Schema::new(vec![
+            Field::new("step", DataType::Int64, true),
+            Field::new("loss", DataType::Float64, true),
+        ]);
+        let samples = Schema::new(vec![
+            Field::new("step", DataType::Int64, true),
+            Field::new("sample_id", DataType::Utf8, true),
+        ]);
         assert_eq!(Stream::Steps.schema_problem(&steps), None);
         assert_eq!(Stream::Samples.schema_problem(&samples), None);
-        assert!(Stream::Samples.schema_problem(&steps).unwrap().contains("not a samples table"));
-        assert!(Stream::Steps.schema_problem(&samples).unwrap().contains("a samples table"));
+        assert!(Stream::Samples
+            .schema_problem(&steps)
+            .unwrap()
+            .contains("not a samples table"));
+        assert!(Stream::Steps
+            .schema_problem(&samples)
+            .unwrap()
+            .contains("a samples table"));
         assert!(Stream::Spans.schema_problem(&steps).is_some());
     }
 }

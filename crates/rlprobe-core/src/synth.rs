@@ -44,7 +44,11 @@ pub struct SynthRun {
 
 impl SynthRun {
     pub fn new(seed: u64, steps: u64) -> SynthRun {
-        SynthRun { rng: Rng::new(seed), walk: vec![0.0; STEP_FIELDS.len()], steps }
+        SynthRun {
+            rng: Rng::new(seed),
+            walk: vec![0.0; STEP_FIELDS.len()],
+            steps,
+        }
     }
 
     /// One record's fields (name, value), kl_positional last.
@@ -61,11 +65,16 @@ impl SynthRun {
                 "lr" => 1e-6 * 0.5 * (1.0 + (std::f64::consts::PI * t).cos()),
                 "nan_count" | "inf_count" => (self.rng.unit() < 0.001) as u8 as f64,
                 n if n.ends_with("_frac") || n.ends_with("_rate") || n.ends_with("fraction") => {
-                    ((0.1 + 0.05 * self.walk[i] + 0.02 * noise).clamp(0.0, 1.0) * BATCH).round() / BATCH
+                    ((0.1 + 0.05 * self.walk[i] + 0.02 * noise).clamp(0.0, 1.0) * BATCH).round()
+                        / BATCH
                 }
                 n if n.starts_with("completion_len") => {
                     let mean = 300.0 + 100.0 * self.walk[i] + 20.0 * noise;
-                    if n == "completion_len_mean" { (mean * BATCH).round() / BATCH } else { mean.round().max(1.0) }
+                    if n == "completion_len_mean" {
+                        (mean * BATCH).round() / BATCH
+                    } else {
+                        mean.round().max(1.0)
+                    }
                 }
                 n if n.ends_with("_time_s") => 12.0 + 0.5 * noise,
                 _ => 0.5 + self.walk[i] + 0.05 * noise,
@@ -75,12 +84,20 @@ impl SynthRun {
             out.push((name.to_string(), v));
         }
         for c in ["format", "correctness", "length_penalty"] {
-            out.push((format!("reward_component.{c}"), (self.rng.unit() * 2.0 - 0.5) as f32 as f64));
+            out.push((
+                format!("reward_component.{c}"),
+                (self.rng.unit() * 2.0 - 0.5) as f32 as f64,
+            ));
         }
         for e in ["tokens_per_s", "gpu_mem_gb", "queue_depth"] {
-            out.push((format!("extra.{e}"), (1000.0 + 100.0 * self.rng.normal()).round()));
+            out.push((
+                format!("extra.{e}"),
+                (1000.0 + 100.0 * self.rng.normal()).round(),
+            ));
         }
-        let kl: Vec<f64> = (0..8).map(|b| (0.01 * (b + 1) as f64 * (1.0 + 0.1 * self.rng.normal())) as f32 as f64).collect();
+        let kl: Vec<f64> = (0..8)
+            .map(|b| (0.01 * (b + 1) as f64 * (1.0 + 0.1 * self.rng.normal())) as f32 as f64)
+            .collect();
         (out, kl)
     }
 
@@ -93,11 +110,20 @@ impl SynthRun {
         for step in 0..self.steps {
             clock += 12.0 + 0.5 * self.rng.normal();
             let (fields, kl) = self.fields(step);
-            let mut values: Vec<FieldValue<'_>> = fields.iter().map(|(n, v)| FieldValue::Num(n, *v)).collect();
+            let mut values: Vec<FieldValue<'_>> =
+                fields.iter().map(|(n, v)| FieldValue::Num(n, *v)).collect();
             values.push(FieldValue::List("kl_positional", &kl));
-            crate::encoding::encode_step(&mut registry, step as i64, Some(clock), &values, &mut slots)
-                .expect("synthetic fields are valid");
-            batch.append(&slots, &registry).expect("synthetic record is valid");
+            crate::encoding::encode_step(
+                &mut registry,
+                step as i64,
+                Some(clock),
+                &values,
+                &mut slots,
+            )
+            .expect("synthetic fields are valid");
+            batch
+                .append(&slots, &registry)
+                .expect("synthetic record is valid");
         }
         batch.take()
     }

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, Int64Array, ListArray, RecordBatch,
-};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, ListArray, RecordBatch};
 use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 
@@ -16,7 +14,12 @@ use crate::schema::{column_order_key, ColumnKind};
 /// A column read from a file that cannot be read as its kind.
 fn unreadable(detail: String, source: Option<arrow::error::ArrowError>) -> Error {
     // the caller names the column and the file (`Table::append_batch`, `Error::in_file`)
-    Error::SchemaConflict { column: String::new(), detail, path: None, source: source.map(Arc::new) }
+    Error::SchemaConflict {
+        column: String::new(),
+        detail,
+        path: None,
+        source: source.map(Arc::new),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +27,10 @@ pub enum ColumnValues {
     F64(Vec<f64>),
     I64(Vec<i64>),
     /// `offsets.len() == rows + 1`.
-    ListF64 { offsets: Vec<i32>, values: Vec<f64> },
+    ListF64 {
+        offsets: Vec<i32>,
+        values: Vec<f64>,
+    },
 }
 
 /// One growable column with its validity.
@@ -48,10 +54,16 @@ impl ColumnBuf {
             ColumnKind::ListF64 => {
                 let mut offsets = Vec::with_capacity(rows + 1);
                 offsets.push(0);
-                ColumnValues::ListF64 { offsets, values: Vec::new() }
+                ColumnValues::ListF64 {
+                    offsets,
+                    values: Vec::new(),
+                }
             }
         };
-        ColumnBuf { values, valid: Vec::with_capacity(rows) }
+        ColumnBuf {
+            values,
+            valid: Vec::with_capacity(rows),
+        }
     }
 
     pub fn kind(&self) -> ColumnKind {
@@ -172,7 +184,9 @@ impl ColumnBuf {
     pub fn to_arrow(&self) -> ArrayRef {
         let nulls = self.null_buffer();
         match &self.values {
-            ColumnValues::F64(v) => Arc::new(Float64Array::new(ScalarBuffer::from(v.clone()), nulls)),
+            ColumnValues::F64(v) => {
+                Arc::new(Float64Array::new(ScalarBuffer::from(v.clone()), nulls))
+            }
             ColumnValues::I64(v) => Arc::new(Int64Array::new(ScalarBuffer::from(v.clone()), nulls)),
             ColumnValues::ListF64 { offsets, values } => Arc::new(ListArray::new(
                 Arc::new(Field::new("item", DataType::Float64, true)),
@@ -198,11 +212,19 @@ impl ColumnBuf {
                 let list = match array.data_type() {
                     DataType::List(_) => array.as_list::<i32>().clone(),
                     DataType::LargeList(_) => {
-                        let cast = arrow::compute::cast(array, &ColumnBuf::data_type(ColumnKind::ListF64))
-                            .map_err(|e| unreadable("cannot be read as a list of floats".into(), Some(e)))?;
+                        let cast =
+                            arrow::compute::cast(array, &ColumnBuf::data_type(ColumnKind::ListF64))
+                                .map_err(|e| {
+                                    unreadable("cannot be read as a list of floats".into(), Some(e))
+                                })?;
                         cast.as_list::<i32>().clone()
                     }
-                    other => return Err(unreadable(format!("is a list column in one file and {other} in another"), None)),
+                    other => {
+                        return Err(unreadable(
+                            format!("is a list column in one file and {other} in another"),
+                            None,
+                        ))
+                    }
                 };
                 for row in 0..list.len() {
                     if list.is_null(row) {
@@ -210,18 +232,32 @@ impl ColumnBuf {
                         continue;
                     }
                     let inner = list.value(row);
-                    let inner = arrow::compute::cast(&inner, &DataType::Float64)
-                        .map_err(|e| unreadable("has list items that cannot be read as floats".into(), Some(e)))?;
+                    let inner = arrow::compute::cast(&inner, &DataType::Float64).map_err(|e| {
+                        unreadable(
+                            "has list items that cannot be read as floats".into(),
+                            Some(e),
+                        )
+                    })?;
                     let inner = inner.as_primitive::<Float64Type>();
                     let xs: Vec<f64> = (0..inner.len())
-                        .map(|i| if inner.is_null(i) { f64::NAN } else { inner.value(i) })
+                        .map(|i| {
+                            if inner.is_null(i) {
+                                f64::NAN
+                            } else {
+                                inner.value(i)
+                            }
+                        })
                         .collect();
                     self.push_list(&xs);
                 }
             }
             ColumnKind::I64 => {
-                let cast = arrow::compute::cast(array, &DataType::Int64)
-                    .map_err(|e| unreadable(format!("cannot be read as integers (it is {})", array.data_type()), Some(e)))?;
+                let cast = arrow::compute::cast(array, &DataType::Int64).map_err(|e| {
+                    unreadable(
+                        format!("cannot be read as integers (it is {})", array.data_type()),
+                        Some(e),
+                    )
+                })?;
                 let ints = cast.as_primitive::<Int64Type>();
                 for row in 0..ints.len() {
                     if ints.is_null(row) {
@@ -236,10 +272,16 @@ impl ColumnBuf {
                 }
             }
             ColumnKind::F64 => {
-                let cast = arrow::compute::cast(array, &DataType::Float64)
-                    .map_err(|e| unreadable(format!("cannot be read as floats (it is {})", array.data_type()), Some(e)))?;
+                let cast = arrow::compute::cast(array, &DataType::Float64).map_err(|e| {
+                    unreadable(
+                        format!("cannot be read as floats (it is {})", array.data_type()),
+                        Some(e),
+                    )
+                })?;
                 let floats = cast.as_primitive::<Float64Type>();
-                let ColumnValues::F64(v) = &mut self.values else { unreachable!() };
+                let ColumnValues::F64(v) = &mut self.values else {
+                    unreachable!()
+                };
                 v.reserve(floats.len());
                 self.valid.reserve(floats.len());
                 for row in 0..floats.len() {
@@ -258,8 +300,14 @@ impl ColumnBuf {
 pub fn kind_of_arrow(dt: &DataType) -> Option<ColumnKind> {
     match dt {
         DataType::Float16 | DataType::Float32 | DataType::Float64 => Some(ColumnKind::F64),
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
-        | DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64
         | DataType::Boolean => Some(ColumnKind::I64),
         DataType::List(f) | DataType::LargeList(f) => match kind_of_arrow(f.data_type()) {
             Some(ColumnKind::F64) | Some(ColumnKind::I64) => Some(ColumnKind::ListF64),
@@ -292,7 +340,10 @@ pub struct Table {
 
 impl Table {
     pub fn column(&self, name: &str) -> Option<&ColumnBuf> {
-        self.names.iter().position(|n| n == name).map(|i| &self.columns[i])
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| &self.columns[i])
     }
 
     /// Finds or adds a column, padding a new one with nulls for the rows before it.
@@ -306,7 +357,11 @@ impl Table {
                     None => {
                         return Err(Error::SchemaConflict {
                             column: name.to_string(),
-                            detail: format!("is {} in one file and {} in another", have.as_str(), kind.as_str()),
+                            detail: format!(
+                                "is {} in one file and {} in another",
+                                have.as_str(),
+                                kind.as_str()
+                            ),
                             path: None,
                             source: None,
                         })
@@ -352,7 +407,17 @@ impl Table {
             let col = self.column_mut(field.name(), kind)?;
             col.pad_to(start);
             col.append_arrow(array.as_ref()).map_err(|e| match e {
-                Error::SchemaConflict { detail, path, source, .. } => Error::SchemaConflict { column: field.name().clone(), detail, path, source },
+                Error::SchemaConflict {
+                    detail,
+                    path,
+                    source,
+                    ..
+                } => Error::SchemaConflict {
+                    column: field.name().clone(),
+                    detail,
+                    path,
+                    source,
+                },
                 other => other,
             })?;
         }
@@ -363,8 +428,10 @@ impl Table {
     /// Columns in the canonical order (fixed, known fields, components, extras, others).
     pub fn sort_columns(&mut self) {
         // moves, not clones: a million-row table must not be held twice
-        let mut pairs: Vec<(String, ColumnBuf)> =
-            std::mem::take(&mut self.names).into_iter().zip(std::mem::take(&mut self.columns)).collect();
+        let mut pairs: Vec<(String, ColumnBuf)> = std::mem::take(&mut self.names)
+            .into_iter()
+            .zip(std::mem::take(&mut self.columns))
+            .collect();
         pairs.sort_by(|a, b| column_order_key(&a.0).cmp(&column_order_key(&b.0)));
         (self.names, self.columns) = pairs.into_iter().unzip();
     }
@@ -381,7 +448,8 @@ impl Table {
 
     pub fn to_record_batch(&self) -> Result<RecordBatch> {
         let arrays: Vec<ArrayRef> = self.columns.iter().map(|c| c.to_arrow()).collect();
-        RecordBatch::try_new(Arc::new(self.schema()), arrays).map_err(|e| Error::arrow("building a record batch from a table", e))
+        RecordBatch::try_new(Arc::new(self.schema()), arrays)
+            .map_err(|e| Error::arrow("building a record batch from a table", e))
     }
 }
 
@@ -437,11 +505,15 @@ mod tests {
     #[test]
     fn union_of_batches_pads_and_widens() {
         let mut a = Table::default();
-        a.column_mut("step", ColumnKind::I64).unwrap().push_number(1.0);
+        a.column_mut("step", ColumnKind::I64)
+            .unwrap()
+            .push_number(1.0);
         a.column_mut("x", ColumnKind::I64).unwrap().push_number(2.0);
         a.finish_rows(1);
         let mut b = Table::default();
-        b.column_mut("step", ColumnKind::I64).unwrap().push_number(2.0);
+        b.column_mut("step", ColumnKind::I64)
+            .unwrap()
+            .push_number(2.0);
         b.column_mut("x", ColumnKind::F64).unwrap().push_number(2.5);
         b.column_mut("y", ColumnKind::F64).unwrap().push_number(7.0);
         b.finish_rows(1);
@@ -465,7 +537,10 @@ mod tests {
         ]));
         let batch = RecordBatch::try_new(
             schema,
-            vec![Arc::new(Int64Array::from(vec![1, 2])), Arc::new(NullArray::new(2))],
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2])),
+                Arc::new(NullArray::new(2)),
+            ],
         )
         .unwrap();
         let mut t = Table::default();

@@ -15,7 +15,11 @@ impl<'a> Cursor<'a> {
     }
 
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(|| format!("truncated {}", self.what))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| format!("truncated {}", self.what))?;
         let s = &self.buf[self.at..end];
         self.at = end;
         Ok(s)

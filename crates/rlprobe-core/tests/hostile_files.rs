@@ -10,20 +10,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-use rlprobe_core::layout::{part_name, shard_name, SAMPLES_DIR, SPANS_DIR, STEPS_FILE, STEPS_PARTS_DIR};
+use rlprobe_core::layout::{
+    part_name, shard_name, SAMPLES_DIR, SPANS_DIR, STEPS_FILE, STEPS_PARTS_DIR,
+};
 use rlprobe_core::parquet_io::{arrow_writer, write_table};
 use rlprobe_core::props::Codec;
 use rlprobe_core::samples::files::open_sample_sources;
 use rlprobe_core::samples::{compact_samples, SampleCursor, SampleFilter};
+use rlprobe_core::spans::{read_spans, SpanFilter, SpanRow};
 use rlprobe_core::steps_files::open_step_sources;
 use rlprobe_core::stream_files::SkippedFile;
-use rlprobe_core::spans::{read_spans, SpanFilter, SpanRow};
 use rlprobe_core::{compact_steps, read_steps, Table};
 
 fn tempdir(tag: &str) -> PathBuf {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("rlprobe-it-hostile-{tag}-{}-{n}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "rlprobe-it-hostile-{tag}-{}-{n}",
+        std::process::id()
+    ));
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).unwrap();
     d
@@ -34,10 +39,17 @@ fn step_table(steps: std::ops::Range<i64>) -> Table {
     let mut t = Table::default();
     let n = (steps.end - steps.start) as usize;
     for (row, s) in steps.clone().enumerate() {
-        t.column_mut("step", rlprobe_core::schema::ColumnKind::I64).unwrap().push_number(s as f64);
-        for (k, name) in ["loss", "reward_mean", "kl_mean", "grad_norm"].iter().enumerate() {
+        t.column_mut("step", rlprobe_core::schema::ColumnKind::I64)
+            .unwrap()
+            .push_number(s as f64);
+        for (k, name) in ["loss", "reward_mean", "kl_mean", "grad_norm"]
+            .iter()
+            .enumerate()
+        {
             let x = ((s as f64 + 1.0) * (k as f64 + 1.618)).sin() * 1e3 + s as f64 / 7.0;
-            t.column_mut(name, rlprobe_core::schema::ColumnKind::F64).unwrap().push_number(x);
+            t.column_mut(name, rlprobe_core::schema::ColumnKind::F64)
+                .unwrap()
+                .push_number(x);
         }
         t.finish_rows(row + 1);
     }
@@ -47,7 +59,14 @@ fn step_table(steps: std::ops::Range<i64>) -> Table {
 
 fn write_steps_file(path: &Path, steps: std::ops::Range<i64>) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
-    write_table(fs::File::create(path).unwrap(), path, &step_table(steps), Codec::default(), Vec::new()).unwrap();
+    write_table(
+        fs::File::create(path).unwrap(),
+        path,
+        &step_table(steps),
+        Codec::default(),
+        Vec::new(),
+    )
+    .unwrap();
 }
 
 fn sample_batch(steps: std::ops::Range<i64>, per_step: i64) -> RecordBatch {
@@ -60,21 +79,37 @@ fn sample_batch(steps: std::ops::Range<i64>, per_step: i64) -> RecordBatch {
             step.push(s);
             id.push(format!("{s}_{i}"));
             reward.push((s * per_step + i) as f64 * 0.37 - 3.0);
-            text.push(format!("completion {s}/{i}: {}", "x".repeat((s * 7 + i) as usize % 50)));
+            text.push(format!(
+                "completion {s}/{i}: {}",
+                "x".repeat((s * 7 + i) as usize % 50)
+            ));
         }
     }
     RecordBatch::try_from_iter([
         ("step", Arc::new(Int64Array::from(step)) as ArrayRef),
         ("sample_id", Arc::new(StringArray::from(id)) as ArrayRef),
-        ("reward_total", Arc::new(Float64Array::from(reward)) as ArrayRef),
-        ("completion_text", Arc::new(StringArray::from(text)) as ArrayRef),
+        (
+            "reward_total",
+            Arc::new(Float64Array::from(reward)) as ArrayRef,
+        ),
+        (
+            "completion_text",
+            Arc::new(StringArray::from(text)) as ArrayRef,
+        ),
     ])
     .unwrap()
 }
 
 fn write_batch_file(path: &Path, batch: &RecordBatch) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut w = arrow_writer(fs::File::create(path).unwrap(), path, batch.schema(), Codec::default(), Vec::new()).unwrap();
+    let mut w = arrow_writer(
+        fs::File::create(path).unwrap(),
+        path,
+        batch.schema(),
+        Codec::default(),
+        Vec::new(),
+    )
+    .unwrap();
     w.write(batch).unwrap();
     w.into_inner().unwrap();
 }
@@ -82,7 +117,13 @@ fn write_batch_file(path: &Path, batch: &RecordBatch) {
 fn span_batch(n: usize) -> RecordBatch {
     let rows: Vec<SpanRow> = (0..n)
         .map(|i| {
-            let mut r = SpanRow::new(&format!("span-{i}"), "rollout", &format!("rollout {i}"), 1000.0 + i as f64, Some(1001.5 + i as f64));
+            let mut r = SpanRow::new(
+                &format!("span-{i}"),
+                "rollout",
+                &format!("rollout {i}"),
+                1000.0 + i as f64,
+                Some(1001.5 + i as f64),
+            );
             r.step = Some(i as i64 / 4);
             r
         })
@@ -98,7 +139,10 @@ fn sample_run(tag: &str) -> PathBuf {
     compact_steps(&dir).unwrap();
     write_steps_file(&dir.join(STEPS_PARTS_DIR).join(part_name(1)), 10..20);
     write_steps_file(&dir.join(STEPS_PARTS_DIR).join(part_name(2)), 20..30);
-    write_batch_file(&dir.join(SAMPLES_DIR).join(part_name(0)), &sample_batch(0..30, 3));
+    write_batch_file(
+        &dir.join(SAMPLES_DIR).join(part_name(0)),
+        &sample_batch(0..30, 3),
+    );
     write_batch_file(&dir.join(SPANS_DIR).join(part_name(0)), &span_batch(40));
     dir
 }
@@ -125,7 +169,9 @@ fn sample_ids(dir: &Path) -> Vec<String> {
             let a = b.column_by_name("sample_id").unwrap();
             let a = arrow::compute::cast(a, &arrow::datatypes::DataType::Utf8).unwrap();
             let a = a.as_any().downcast_ref::<StringArray>().unwrap().clone();
-            (0..a.len()).map(move |i| a.value(i).to_string()).collect::<Vec<_>>()
+            (0..a.len())
+                .map(move |i| a.value(i).to_string())
+                .collect::<Vec<_>>()
         })
         .collect();
     ids.sort();
@@ -145,7 +191,11 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 fn make_hostile(path: &Path, kind: &str) {
     let _ = fs::remove_file(path);
     match kind {
-        "fifo" => assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success()),
+        "fifo" => assert!(std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success()),
         "dev-zero" => std::os::unix::fs::symlink("/dev/zero", path).unwrap(),
         "directory" => fs::create_dir(path).unwrap(),
         "symlink-loop" => std::os::unix::fs::symlink(path, path).unwrap(),
@@ -170,7 +220,10 @@ fn a_file_that_is_not_regular_fails_at_once_naming_it_and_the_other_surfaces_sti
         ("samples part", "samples/part-00000.parquet"),
         ("spans part", "spans/part-00000.parquet"),
         // a finished capture's spans: skipped without a word before
-        ("spans of a captured trial", "trials/hello.0123456789ab/spans.parquet"),
+        (
+            "spans of a captured trial",
+            "trials/hello.0123456789ab/spans.parquet",
+        ),
     ];
     for (surface, rel) in surfaces {
         for (kind, called) in HOSTILE {
@@ -185,23 +238,44 @@ fn a_file_that_is_not_regular_fails_at_once_naming_it_and_the_other_surfaces_sti
             let case = format!("{surface} as {kind}");
             let d = dir.clone();
             let result = within(Duration::from_secs(10), move || {
-                let steps = read_steps(&d, None).map(|t| steps_of(&t)).map_err(|e| e.to_string());
-                let samples = read_samples(&d).map(|b| b.iter().map(|b| b.num_rows()).sum::<usize>()).map_err(|e| e.to_string());
-                let spans = read_spans(&d, &SpanFilter::default()).map(|r| r.total).map_err(|e| e.to_string());
+                let steps = read_steps(&d, None)
+                    .map(|t| steps_of(&t))
+                    .map_err(|e| e.to_string());
+                let samples = read_samples(&d)
+                    .map(|b| b.iter().map(|b| b.num_rows()).sum::<usize>())
+                    .map_err(|e| e.to_string());
+                let spans = read_spans(&d, &SpanFilter::default())
+                    .map(|r| r.total)
+                    .map_err(|e| e.to_string());
                 (steps, samples, spans)
             });
-            let Some((steps, samples, spans)) = result else { panic!("{case}: the reader hung") };
+            let Some((steps, samples, spans)) = result else {
+                panic!("{case}: the reader hung")
+            };
             let damaged = match surface.split(' ').next().unwrap() {
                 "steps" | "steps.parquet" => &steps.as_ref().err(),
                 "samples" => &samples.as_ref().err(),
                 _ => &spans.as_ref().err(),
             };
             let msg = damaged.unwrap_or_else(|| panic!("{case}: read without an error"));
-            assert!(msg.contains(&target.display().to_string()), "{case}: names the file: {msg}");
-            assert!(msg.contains(called), "{case}: says what it is ({called}): {msg}");
-            assert!(msg.contains("move it out of the run directory"), "{case}: says what to do: {msg}");
+            assert!(
+                msg.contains(&target.display().to_string()),
+                "{case}: names the file: {msg}"
+            );
+            assert!(
+                msg.contains(called),
+                "{case}: says what it is ({called}): {msg}"
+            );
+            assert!(
+                msg.contains("move it out of the run directory"),
+                "{case}: says what to do: {msg}"
+            );
             if !surface.starts_with("steps") {
-                assert_eq!(steps.as_ref().map(|s| s.len()), Ok(30), "{case}: steps still read");
+                assert_eq!(
+                    steps.as_ref().map(|s| s.len()),
+                    Ok(30),
+                    "{case}: steps still read"
+                );
             }
             if !surface.starts_with("samples") {
                 assert_eq!(samples, Ok(90), "{case}: samples still read");
@@ -226,8 +300,13 @@ fn flip_bits<T: PartialEq>(
     make: impl Fn(&Path),
     read: impl Fn(&Path) -> rlprobe_core::Result<Vec<T>>,
 ) -> (usize, usize) {
-    let seed: u64 = std::env::var("RLPROBE_FLIP_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0000 + tag.len() as u64);
-    eprintln!("{tag}: {flips} bit flips in {rel}, seed {seed} (replay with RLPROBE_FLIP_SEED={seed})");
+    let seed: u64 = std::env::var("RLPROBE_FLIP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_0000 + tag.len() as u64);
+    eprintln!(
+        "{tag}: {flips} bit flips in {rel}, seed {seed} (replay with RLPROBE_FLIP_SEED={seed})"
+    );
     let dir = tempdir(tag);
     make(&dir);
     let original_bytes = fs::read(dir.join(rel)).unwrap();
@@ -258,7 +337,10 @@ fn flip_bits<T: PartialEq>(
             }
             Err(e) => {
                 let msg = e.to_string();
-                assert!(msg.contains(&case_dir.join(rel).display().to_string()), "{tag}: the error names the file: {msg}");
+                assert!(
+                    msg.contains(&case_dir.join(rel).display().to_string()),
+                    "{tag}: the error names the file: {msg}"
+                );
                 errors += 1;
             }
         }
@@ -274,7 +356,9 @@ fn step_values(dir: &Path) -> rlprobe_core::Result<Vec<Vec<u64>>> {
         .iter()
         .map(|n| {
             let c = t.column(n).unwrap();
-            (0..t.rows).map(|r| c.scalar(r).map_or(u64::MAX, f64::to_bits)).collect()
+            (0..t.rows)
+                .map(|r| c.scalar(r).map_or(u64::MAX, f64::to_bits))
+                .collect()
         })
         .collect())
 }
@@ -283,7 +367,11 @@ fn sample_values(dir: &Path) -> rlprobe_core::Result<Vec<String>> {
     let mut out = Vec::new();
     for b in read_samples(dir)? {
         for i in 0..b.num_rows() {
-            let row: Vec<String> = b.columns().iter().map(|c| format!("{:?}", c.slice(i, 1))).collect();
+            let row: Vec<String> = b
+                .columns()
+                .iter()
+                .map(|c| format!("{:?}", c.slice(i, 1)))
+                .collect();
             out.push(row.join("|"));
         }
     }
@@ -292,32 +380,74 @@ fn sample_values(dir: &Path) -> rlprobe_core::Result<Vec<String>> {
 
 fn span_values(dir: &Path) -> rlprobe_core::Result<Vec<String>> {
     let r = read_spans(dir, &SpanFilter::default())?;
-    Ok((0..r.batch.num_rows()).map(|i| r.batch.columns().iter().map(|c| format!("{:?}", c.slice(i, 1))).collect::<Vec<_>>().join("|")).collect())
+    Ok((0..r.batch.num_rows())
+        .map(|i| {
+            r.batch
+                .columns()
+                .iter()
+                .map(|c| format!("{:?}", c.slice(i, 1)))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect())
 }
 
 #[test]
 fn bit_flips_in_a_steps_file_never_read_back_as_wrong_values() {
-    let (_, errors) = flip_bits("flip-steps", "steps/part-00000.parquet", 150, |d| write_steps_file(&d.join(STEPS_PARTS_DIR).join(part_name(0)), 0..5000), step_values);
+    let (_, errors) = flip_bits(
+        "flip-steps",
+        "steps/part-00000.parquet",
+        150,
+        |d| write_steps_file(&d.join(STEPS_PARTS_DIR).join(part_name(0)), 0..5000),
+        step_values,
+    );
     assert!(errors > 0);
 }
 
 #[test]
 fn bit_flips_in_a_samples_file_never_read_back_as_wrong_values() {
-    let (_, errors) = flip_bits("flip-samples", "samples/part-00000.parquet", 150, |d| write_batch_file(&d.join(SAMPLES_DIR).join(part_name(0)), &sample_batch(0..400, 8)), sample_values);
+    let (_, errors) = flip_bits(
+        "flip-samples",
+        "samples/part-00000.parquet",
+        150,
+        |d| {
+            write_batch_file(
+                &d.join(SAMPLES_DIR).join(part_name(0)),
+                &sample_batch(0..400, 8),
+            )
+        },
+        sample_values,
+    );
     assert!(errors > 0);
 }
 
 #[test]
 fn bit_flips_in_a_spans_file_never_read_back_as_wrong_values() {
-    let (_, errors) = flip_bits("flip-spans", "spans/part-00000.parquet", 150, |d| write_batch_file(&d.join(SPANS_DIR).join(part_name(0)), &span_batch(3000)), span_values);
+    let (_, errors) = flip_bits(
+        "flip-spans",
+        "spans/part-00000.parquet",
+        150,
+        |d| write_batch_file(&d.join(SPANS_DIR).join(part_name(0)), &span_batch(3000)),
+        span_values,
+    );
     assert!(errors > 0);
 }
 
 /// The one skipped file at `path`, asserting its reason mentions `why`.
 fn listed(files: &[SkippedFile], path: &Path, why: &str) {
     let found: Vec<&SkippedFile> = files.iter().filter(|f| f.path == path).collect();
-    assert_eq!(found.len(), 1, "{} listed once in {files:?}", path.display());
-    assert!(found[0].reason.contains(why), "reason for {}: {}", path.display(), found[0].reason);
+    assert_eq!(
+        found.len(),
+        1,
+        "{} listed once in {files:?}",
+        path.display()
+    );
+    assert!(
+        found[0].reason.contains(why),
+        "reason for {}: {}",
+        path.display(),
+        found[0].reason
+    );
 }
 
 #[test]
@@ -325,15 +455,28 @@ fn a_copied_part_file_does_not_duplicate_steps() {
     let dir = sample_run("dup-part");
     let copy = dir.join(STEPS_PARTS_DIR).join(part_name(7));
     fs::copy(dir.join(STEPS_PARTS_DIR).join(part_name(1)), &copy).unwrap();
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..30).collect::<Vec<_>>());
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..30).collect::<Vec<_>>()
+    );
     let sources = open_step_sources(&dir).unwrap();
     listed(&sources.foreign, &copy, "a copy of part-00001.parquet");
-    assert_eq!(sources.next_part, 8, "a writer never reuses the copy's name");
+    assert_eq!(
+        sources.next_part, 8,
+        "a writer never reuses the copy's name"
+    );
     // compaction neither merges nor deletes it
     compact_steps(&dir).unwrap();
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..30).collect::<Vec<_>>());
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..30).collect::<Vec<_>>()
+    );
     assert!(copy.exists());
-    listed(&open_step_sources(&dir).unwrap().foreign, &copy, "a copy of part-00001.parquet");
+    listed(
+        &open_step_sources(&dir).unwrap().foreign,
+        &copy,
+        "a copy of part-00001.parquet",
+    );
 }
 
 #[test]
@@ -342,11 +485,19 @@ fn a_copied_sample_part_does_not_duplicate_samples() {
     let copy = dir.join(SAMPLES_DIR).join(part_name(4));
     fs::copy(dir.join(SAMPLES_DIR).join(part_name(0)), &copy).unwrap();
     assert_eq!(sample_ids(&dir).len(), 90);
-    listed(&open_sample_sources(&dir).unwrap().foreign, &copy, "a copy of part-00000.parquet");
+    listed(
+        &open_sample_sources(&dir).unwrap().foreign,
+        &copy,
+        "a copy of part-00000.parquet",
+    );
     // nor does compaction merge the copy (its original is then inside a shard)
     compact_samples(&dir).unwrap();
     assert_eq!(sample_ids(&dir).len(), 90);
-    listed(&open_sample_sources(&dir).unwrap().foreign, &copy, "a copy of part-00000.parquet");
+    listed(
+        &open_sample_sources(&dir).unwrap().foreign,
+        &copy,
+        "a copy of part-00000.parquet",
+    );
 }
 
 #[test]
@@ -362,9 +513,20 @@ fn a_foreign_parquet_file_in_samples_is_not_read_as_samples() {
     assert_eq!(sample_ids(&dir), expected);
     let sources = open_sample_sources(&dir).unwrap();
     listed(&sources.foreign, &shard, "not a samples table");
-    listed(&sources.foreign, &other, "not a file rlprobe writes in samples/");
-    listed(&sources.foreign, &dir.join(SAMPLES_DIR).join("notes.txt"), "not a file rlprobe writes");
-    assert_eq!(sources.next_shard, 4, "a compaction never overwrites the foreign shard");
+    listed(
+        &sources.foreign,
+        &other,
+        "not a file rlprobe writes in samples/",
+    );
+    listed(
+        &sources.foreign,
+        &dir.join(SAMPLES_DIR).join("notes.txt"),
+        "not a file rlprobe writes",
+    );
+    assert_eq!(
+        sources.next_shard, 4,
+        "a compaction never overwrites the foreign shard"
+    );
     compact_samples(&dir).unwrap();
     assert_eq!(sample_ids(&dir), expected);
     assert!(shard.exists() && other.exists());
@@ -376,7 +538,12 @@ fn a_shard_without_our_footer_keys_is_read_like_the_python_packages() {
     let dir = sample_run("python-shard");
     let batch = sample_batch(40..45, 2);
     let path = dir.join(SAMPLES_DIR).join(shard_name(0));
-    let mut w = parquet::arrow::ArrowWriter::try_new(fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&path).unwrap(),
+        batch.schema(),
+        None,
+    )
+    .unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
     assert_eq!(sample_ids(&dir).len(), 90 + 10);
@@ -387,7 +554,10 @@ fn a_shard_without_our_footer_keys_is_read_like_the_python_packages() {
 fn a_shard_copied_from_another_run_does_not_hide_this_runs_samples() {
     // run A compacted its part-00000 into shard-00000 (whose footer lists part-00000)
     let a = tempdir("other-run");
-    write_batch_file(&a.join(SAMPLES_DIR).join(part_name(0)), &sample_batch(100..110, 2));
+    write_batch_file(
+        &a.join(SAMPLES_DIR).join(part_name(0)),
+        &sample_batch(100..110, 2),
+    );
     compact_samples(&a).unwrap();
     // run B has its own live part-00000; A's shard lands in B's samples/
     let b = sample_run("hidden-part");
@@ -395,7 +565,11 @@ fn a_shard_copied_from_another_run_does_not_hide_this_runs_samples() {
     let copied = b.join(SAMPLES_DIR).join(shard_name(0));
     fs::copy(a.join(SAMPLES_DIR).join(shard_name(0)), &copied).unwrap();
     assert_eq!(sample_ids(&b), expected, "B's own samples, and not A's");
-    listed(&open_sample_sources(&b).unwrap().foreign, &copied, "compacted from another run's parts");
+    listed(
+        &open_sample_sources(&b).unwrap().foreign,
+        &copied,
+        "compacted from another run's parts",
+    );
     // a compaction of B keeps A's shard out, and B's samples in
     compact_samples(&b).unwrap();
     assert_eq!(sample_ids(&b), expected);
@@ -406,7 +580,10 @@ fn a_lone_shard_of_another_runs_compaction_is_foreign_not_an_interrupted_compact
     // run A's compaction of its part-00033 wrote two shards (4,200 samples); its second
     // lands in B (whose parts have other names: no name conflict to tell)
     let a = tempdir("other-two-shards");
-    write_batch_file(&a.join(SAMPLES_DIR).join(part_name(33)), &sample_batch(1000..3100, 2));
+    write_batch_file(
+        &a.join(SAMPLES_DIR).join(part_name(33)),
+        &sample_batch(1000..3100, 2),
+    );
     compact_samples(&a).unwrap();
     let b = sample_run("lone-shard");
     let expected = sample_ids(&b);
@@ -430,8 +607,15 @@ fn a_compacted_steps_table_of_another_run_does_not_hide_this_runs_parts() {
     let b = tempdir("hidden-steps");
     write_steps_file(&b.join(STEPS_PARTS_DIR).join(part_name(0)), 0..10);
     fs::copy(a.join(STEPS_FILE), b.join(STEPS_FILE)).unwrap();
-    assert_eq!(steps_of(&read_steps(&b, None).unwrap()), (0..10).collect::<Vec<_>>());
-    listed(&open_step_sources(&b).unwrap().foreign, &b.join(STEPS_FILE), "another run");
+    assert_eq!(
+        steps_of(&read_steps(&b, None).unwrap()),
+        (0..10).collect::<Vec<_>>()
+    );
+    listed(
+        &open_step_sources(&b).unwrap().foreign,
+        &b.join(STEPS_FILE),
+        "another run",
+    );
 }
 
 #[test]
@@ -445,7 +629,10 @@ fn a_corrupt_footer_is_an_error_naming_the_file_and_what_to_do() {
         bytes[n - 5] ^= 0x40;
         fs::write(&path, &bytes).unwrap();
         let msg = read_steps(&dir, None).unwrap_err().to_string();
-        assert!(msg.contains(&path.display().to_string()), "{rel}: names the file: {msg}");
+        assert!(
+            msg.contains(&path.display().to_string()),
+            "{rel}: names the file: {msg}"
+        );
         assert!(msg.contains("move it"), "{rel}: says what to do: {msg}");
     }
 }

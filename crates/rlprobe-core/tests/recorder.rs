@@ -31,7 +31,18 @@ fn push(rec: &Recorder, step: i64, loss: f64) -> bool {
     let (loss_id, _) = rec.register("loss").unwrap();
     let (comp_id, _) = rec.register("reward_component.fmt").unwrap();
     let (kl_id, _) = rec.register("kl_positional").unwrap();
-    let slots = [step as f64, f64::NAN, loss_id as f64, loss, comp_id as f64, 0.5, kl_id as f64, 2.0, 0.1, 0.2];
+    let slots = [
+        step as f64,
+        f64::NAN,
+        loss_id as f64,
+        loss,
+        comp_id as f64,
+        0.5,
+        kl_id as f64,
+        2.0,
+        0.1,
+        0.2,
+    ];
     rec.push_step(&slots)
 }
 
@@ -49,8 +60,14 @@ fn records_flushes_and_compacts() {
     }
     assert!(rec.flush(Duration::from_secs(10)));
     let c = rec.counters();
-    assert_eq!((c.logged, c.written, c.dropped, c.bad, c.pending), (175, 175, 0, 0, 0));
-    assert!(!list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().is_empty(), "published by flush_steps");
+    assert_eq!(
+        (c.logged, c.written, c.dropped, c.bad, c.pending),
+        (175, 175, 0, 0, 0)
+    );
+    assert!(
+        !list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().is_empty(),
+        "published by flush_steps"
+    );
 
     // readable while live
     let live = read_steps(&dir, None).unwrap();
@@ -60,12 +77,21 @@ fn records_flushes_and_compacts() {
     let compaction = report.compaction.unwrap();
     assert_eq!(compaction.rows, 175);
     assert!(dir.join(STEPS_FILE).exists());
-    assert!(!dir.join(STEPS_PARTS_DIR).exists(), "parts removed after compaction");
+    assert!(
+        !dir.join(STEPS_PARTS_DIR).exists(),
+        "parts removed after compaction"
+    );
     let t = read_steps(&dir, None).unwrap();
     assert_eq!(steps_of(&t), (0..175).collect::<Vec<_>>());
     assert_eq!(t.column("loss").unwrap().scalar(10), Some(5.0));
-    assert_eq!(t.column("reward_component.fmt").unwrap().scalar(3), Some(0.5));
-    assert_eq!(t.column("kl_positional").unwrap().list(7), Some(&[0.1, 0.2][..]));
+    assert_eq!(
+        t.column("reward_component.fmt").unwrap().scalar(3),
+        Some(0.5)
+    );
+    assert_eq!(
+        t.column("kl_positional").unwrap().list(7),
+        Some(&[0.1, 0.2][..])
+    );
     assert!(t.column("timestamp").unwrap().scalar(0).unwrap() > 1.6e9);
     assert_eq!(t.column("rank").unwrap().scalar(0), Some(0.0));
 
@@ -96,8 +122,14 @@ fn full_queue_drops_and_reports() {
     assert_eq!(c.written + c.dropped, c.logged, "{c:?}");
     assert_eq!(c.written, accepted);
     let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    let drop_line = events.lines().find(|l| l.contains("\"recorder_drops\"")).expect("drop event");
-    assert!(drop_line.contains(&format!("\"total\":{}", c.dropped)), "{drop_line}");
+    let drop_line = events
+        .lines()
+        .find(|l| l.contains("\"recorder_drops\""))
+        .expect("drop event");
+    assert!(
+        drop_line.contains(&format!("\"total\":{}", c.dropped)),
+        "{drop_line}"
+    );
 }
 
 #[test]
@@ -112,7 +144,13 @@ fn bad_records_from_the_encoder_are_counted_and_logged() {
     let c = report.counters;
     assert_eq!((c.logged, c.written, c.bad), (3, 1, 2));
     let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    assert_eq!(events.lines().filter(|l| l.contains("\"bad_record\"")).count(), 2);
+    assert_eq!(
+        events
+            .lines()
+            .filter(|l| l.contains("\"bad_record\""))
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -123,7 +161,10 @@ fn events_are_written_promptly_and_in_order() {
     rec.log_event(r#"{"kind":"b"}"#.into());
     rec.write_event_now(r#"{"kind":"crash"}"#).unwrap();
     let text = fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    assert_eq!(text, "{\"kind\":\"a\"}\n{\"kind\":\"b\"}\n{\"kind\":\"crash\"}\n");
+    assert_eq!(
+        text,
+        "{\"kind\":\"a\"}\n{\"kind\":\"b\"}\n{\"kind\":\"crash\"}\n"
+    );
     rec.close(false, Duration::from_secs(10)).unwrap();
 }
 
@@ -132,8 +173,17 @@ fn part_table(steps: std::ops::Range<i64>, extra: &str) -> Table {
     let mut t = rlprobe_core::encoding::StepBatch::new(0);
     let mut slots = Vec::new();
     for s in steps {
-        encode_step(&mut reg, s, Some(1.0), &[FieldValue::Num("loss", s as f64), FieldValue::Num(extra, 1.0)], &mut slots)
-            .unwrap();
+        encode_step(
+            &mut reg,
+            s,
+            Some(1.0),
+            &[
+                FieldValue::Num("loss", s as f64),
+                FieldValue::Num(extra, 1.0),
+            ],
+            &mut slots,
+        )
+        .unwrap();
         t.append(&slots, &reg).unwrap();
     }
     t.take()
@@ -143,7 +193,14 @@ fn write_part(dir: &Path, index: u64, table: &Table) {
     let parts = dir.join(STEPS_PARTS_DIR);
     fs::create_dir_all(&parts).unwrap();
     let path = parts.join(part_name(index));
-    write_table(fs::File::create(&path).unwrap(), &path, table, Codec::default(), Vec::new()).unwrap();
+    write_table(
+        fs::File::create(&path).unwrap(),
+        &path,
+        table,
+        Codec::default(),
+        Vec::new(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -167,7 +224,11 @@ fn crash_between_publish_and_part_deletion_never_double_counts() {
     fs::write(dir.join(".steps.tmp-999-0"), b"garbage").unwrap();
 
     let t = read_steps(&dir, None).unwrap();
-    assert_eq!(steps_of(&t), (0..25).collect::<Vec<_>>(), "each step exactly once");
+    assert_eq!(
+        steps_of(&t),
+        (0..25).collect::<Vec<_>>(),
+        "each step exactly once"
+    );
     assert_eq!(t.column("extra.a").unwrap().scalar(0), Some(1.0));
     assert_eq!(t.column("extra.a").unwrap().scalar(12), None);
     assert_eq!(t.column("extra.c").unwrap().scalar(22), Some(1.0));
@@ -175,7 +236,10 @@ fn crash_between_publish_and_part_deletion_never_double_counts() {
     let r = compact_steps(&dir).unwrap();
     assert_eq!((r.parts_merged, r.leftovers_removed, r.rows), (1, 2, 25));
     assert!(!dir.join(".steps.tmp-999-0").exists());
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..25).collect::<Vec<_>>());
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..25).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -189,10 +253,20 @@ fn resumed_writer_does_not_reuse_absorbed_part_names() {
     assert!(rec.flush(Duration::from_secs(10)));
     let parts = list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap();
     assert_eq!(parts.len(), 1);
-    assert!(parts[0].0 >= 2, "must not collide with absorbed part names, got {}", parts[0].0);
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..11).collect::<Vec<_>>());
+    assert!(
+        parts[0].0 >= 2,
+        "must not collide with absorbed part names, got {}",
+        parts[0].0
+    );
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..11).collect::<Vec<_>>()
+    );
     rec.close(true, Duration::from_secs(30)).unwrap();
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..11).collect::<Vec<_>>());
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..11).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -226,7 +300,11 @@ fn flush_interval_publishes_without_reaching_the_step_count() {
 fn two_interrupted_compactions_never_double_count() {
     let dir = tempdir("twice");
     let save_parts = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
-        list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().into_iter().map(|(_, p)| (p.clone(), fs::read(&p).unwrap())).collect()
+        list_parts(&dir.join(STEPS_PARTS_DIR))
+            .unwrap()
+            .into_iter()
+            .map(|(_, p)| (p.clone(), fs::read(&p).unwrap()))
+            .collect()
     };
     let restore = |saved: &[(PathBuf, Vec<u8>)]| {
         for (p, bytes) in saved {
@@ -242,7 +320,13 @@ fn two_interrupted_compactions_never_double_count() {
     let second = save_parts(&dir);
     compact_steps(&dir).unwrap();
     restore(&second); // died again before deleting parts 0 and 1
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..20).collect::<Vec<_>>());
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..20).collect::<Vec<_>>()
+    );
     compact_steps(&dir).unwrap();
-    assert_eq!(steps_of(&read_steps(&dir, None).unwrap()), (0..20).collect::<Vec<_>>());
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..20).collect::<Vec<_>>()
+    );
 }

@@ -31,7 +31,11 @@ fn opts(dir: &Path) -> RecorderOptions {
 fn push_step_samples(rec: &Recorder, step: i64, per_step: u32, text: &str) {
     let mut w = WireWriter::new(Some(step));
     for i in 0..per_step {
-        let reason = if i % 2 == 0 { CaptureReason::TopK } else { CaptureReason::Random };
+        let reason = if i % 2 == 0 {
+            CaptureReason::TopK
+        } else {
+            CaptureReason::Random
+        };
         let group = format!("g{}", i % 4);
         w.sample(
             i,
@@ -80,7 +84,15 @@ fn samples_are_written_compacted_into_shards_and_read_with_filters() {
     }
     assert!(rec.flush(Duration::from_secs(30)));
     let c = rec.counters();
-    assert_eq!((c.samples_logged, c.samples_written, c.samples_dropped, c.samples_bad), (10_000, 10_000, 0, 0));
+    assert_eq!(
+        (
+            c.samples_logged,
+            c.samples_written,
+            c.samples_dropped,
+            c.samples_bad
+        ),
+        (10_000, 10_000, 0, 0)
+    );
     assert!(!list_parts(&dir.join(SAMPLES_DIR)).unwrap().is_empty());
     // readable while live, in order
     let live = ids(&read_all(&dir, SampleFilter::default(), None));
@@ -96,52 +108,133 @@ fn samples_are_written_compacted_into_shards_and_read_with_filters() {
     assert_eq!(ids(&read_all(&dir, SampleFilter::default(), None)), live);
 
     // filters: step range (row groups pruned by statistics), reason, group, projection
-    let f = SampleFilter { step_min: Some(1000), step_max: Some(1009), ..Default::default() };
+    let f = SampleFilter {
+        step_min: Some(1000),
+        step_max: Some(1009),
+        ..Default::default()
+    };
     let mut cursor = SampleCursor::open(&dir, f, None, 1000).unwrap();
     let mut n = 0;
     while let Some(b) = cursor.next_batch().unwrap() {
-        let steps = b.column_by_name("step").unwrap().as_primitive::<Int64Type>();
+        let steps = b
+            .column_by_name("step")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         assert!(steps.values().iter().all(|s| (1000..=1009).contains(s)));
         n += b.num_rows();
     }
     assert_eq!(n, 80);
-    assert!(cursor.row_groups_skipped >= 2, "shards outside the range are skipped unread: {}", cursor.row_groups_skipped);
-    let f = SampleFilter { reasons: vec!["top_k".into()], group: Some("g2".into()), ..Default::default() };
+    assert!(
+        cursor.row_groups_skipped >= 2,
+        "shards outside the range are skipped unread: {}",
+        cursor.row_groups_skipped
+    );
+    let f = SampleFilter {
+        reasons: vec!["top_k".into()],
+        group: Some("g2".into()),
+        ..Default::default()
+    };
     let got = read_all(&dir, f, Some(vec!["sample_id".into()]));
     assert_eq!(rows(&got), 2500, "samples 2 and 6 of each step");
-    assert_eq!(got[0].num_columns(), 1, "filter columns are not returned unless asked for");
-    assert!(ids(&got).iter().all(|id| id.ends_with("_2") || id.ends_with("_6")));
+    assert_eq!(
+        got[0].num_columns(),
+        1,
+        "filter columns are not returned unless asked for"
+    );
+    assert!(ids(&got)
+        .iter()
+        .all(|id| id.ends_with("_2") || id.ends_with("_6")));
 
     // forensics filters: reward range, truncation, text search, one sample by id
-    let f = SampleFilter { step_min: Some(10), step_max: Some(19), reward_min: Some(5.0), reward_max: Some(6.0), ..Default::default() };
+    let f = SampleFilter {
+        step_min: Some(10),
+        step_max: Some(19),
+        reward_min: Some(5.0),
+        reward_max: Some(6.0),
+        ..Default::default()
+    };
     let got = ids(&read_all(&dir, f, Some(vec!["sample_id".into()])));
     assert_eq!(got.len(), 20, "rewards 5 and 6 of ten steps");
-    assert!(got.iter().all(|id| id.ends_with("_5") || id.ends_with("_6")));
-    let f = SampleFilter { truncated: Some(true), ..Default::default() };
-    assert_eq!(ids(&read_all(&dir, f, None)).len(), 1250, "sample 0 of each step");
-    let f = SampleFilter { truncated: Some(false), step_min: Some(0), step_max: Some(0), ..Default::default() };
+    assert!(got
+        .iter()
+        .all(|id| id.ends_with("_5") || id.ends_with("_6")));
+    let f = SampleFilter {
+        truncated: Some(true),
+        ..Default::default()
+    };
+    assert_eq!(
+        ids(&read_all(&dir, f, None)).len(),
+        1250,
+        "sample 0 of each step"
+    );
+    let f = SampleFilter {
+        truncated: Some(false),
+        step_min: Some(0),
+        step_max: Some(0),
+        ..Default::default()
+    };
     assert_eq!(ids(&read_all(&dir, f, None)).len(), 7);
-    let f = SampleFilter { text: Some("ANSWER IS".into()), step_min: Some(3), step_max: Some(3), ..Default::default() };
-    assert_eq!(rows(&read_all(&dir, f, None)), 8, "case-insensitive, in the completion");
-    let f = SampleFilter { text: Some("answer is 5".into()), ..Default::default() };
+    let f = SampleFilter {
+        text: Some("ANSWER IS".into()),
+        step_min: Some(3),
+        step_max: Some(3),
+        ..Default::default()
+    };
+    assert_eq!(
+        rows(&read_all(&dir, f, None)),
+        8,
+        "case-insensitive, in the completion"
+    );
+    let f = SampleFilter {
+        text: Some("answer is 5".into()),
+        ..Default::default()
+    };
     assert_eq!(rows(&read_all(&dir, f, None)), 0);
     // a set of steps in one pass: only row groups holding a listed step are read
     let f = SampleFilter::default().with_steps([1200, 7, 1234, 7]);
     let mut cursor = SampleCursor::open(&dir, f, Some(vec!["step".into()]), 1000).unwrap();
     let mut seen = Vec::new();
     while let Some(b) = cursor.next_batch().unwrap() {
-        seen.extend(b.column_by_name("step").unwrap().as_primitive::<Int64Type>().values().iter().copied());
+        seen.extend(
+            b.column_by_name("step")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .copied(),
+        );
     }
     seen.sort_unstable();
     assert_eq!(seen, [[7; 8], [1200; 8], [1234; 8]].concat());
     // shards hold steps 0–511, 512–1023 and 1024–1249: the middle one holds no listed step
-    assert_eq!(cursor.row_groups_skipped, 1, "row groups without a listed step are skipped");
-    let f = SampleFilter { step_min: Some(1000), ..Default::default() }.with_steps([7, 1234]);
-    assert_eq!(rows(&read_all(&dir, f, None)), 8, "a step set combines with a range");
-    let f = SampleFilter { sample_id: Some("1234_3".into()), ..Default::default() };
+    assert_eq!(
+        cursor.row_groups_skipped, 1,
+        "row groups without a listed step are skipped"
+    );
+    let f = SampleFilter {
+        step_min: Some(1000),
+        ..Default::default()
+    }
+    .with_steps([7, 1234]);
+    assert_eq!(
+        rows(&read_all(&dir, f, None)),
+        8,
+        "a step set combines with a range"
+    );
+    let f = SampleFilter {
+        sample_id: Some("1234_3".into()),
+        ..Default::default()
+    };
     let got = read_all(&dir, f, None);
     assert_eq!(ids(&got), vec!["1234_3".to_string()]);
-    assert_eq!(got[0].column_by_name("completion_text").unwrap().as_string::<i32>().value(0), "the answer is 4");
+    assert_eq!(
+        got[0]
+            .column_by_name("completion_text")
+            .unwrap()
+            .as_string::<i32>()
+            .value(0),
+        "the answer is 4"
+    );
 }
 
 #[test]
@@ -195,8 +288,15 @@ fn a_resumed_run_appends_shards_without_reusing_part_names() {
         push_step_samples(&rec, step, 8, "a");
     }
     rec.close(true, Duration::from_secs(60)).unwrap();
-    let before: BTreeSet<PathBuf> = list_shards(&dir.join(SAMPLES_DIR)).unwrap().into_iter().map(|s| s.1).collect();
-    let mtimes: Vec<_> = before.iter().map(|p| fs::metadata(p).unwrap().modified().unwrap()).collect();
+    let before: BTreeSet<PathBuf> = list_shards(&dir.join(SAMPLES_DIR))
+        .unwrap()
+        .into_iter()
+        .map(|s| s.1)
+        .collect();
+    let mtimes: Vec<_> = before
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().modified().unwrap())
+        .collect();
 
     let mut rec = Recorder::open(opts(&dir)).unwrap();
     for step in 100..150 {
@@ -209,7 +309,11 @@ fn a_resumed_run_appends_shards_without_reusing_part_names() {
     assert_eq!(rows(&read_all(&dir, SampleFilter::default(), None)), 1200);
     rec.close(true, Duration::from_secs(60)).unwrap();
     let after = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
-    assert_eq!(after.len(), before.len() + 1, "a new shard, old ones untouched");
+    assert_eq!(
+        after.len(),
+        before.len() + 1,
+        "a new shard, old ones untouched"
+    );
     for (p, t) in before.iter().zip(mtimes) {
         assert_eq!(fs::metadata(p).unwrap().modified().unwrap(), t);
     }
@@ -230,7 +334,10 @@ fn bad_samples_become_events_and_a_full_queue_drops_whole_calls() {
     let c = rec.counters();
     assert_eq!((c.samples_written, c.samples_bad), (1, 1));
     let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    assert!(events.contains("\"kind\":\"bad_record\"") && events.contains("completion_len"), "{events}");
+    assert!(
+        events.contains("\"kind\":\"bad_record\"") && events.contains("completion_len"),
+        "{events}"
+    );
 
     // a queue of 4 KB: a burst of 3 KB calls keeps one or two and drops the rest, counted
     let big = "z".repeat(3000);
@@ -248,7 +355,10 @@ fn bad_samples_become_events_and_a_full_queue_drops_whole_calls() {
     assert_eq!(c.samples_pending, 0);
     let events = fs::read_to_string(dir.join("events.jsonl")).unwrap();
     if kept < 20 {
-        assert!(events.contains("\"record\":\"sample\""), "a recorder_drops event for samples");
+        assert!(
+            events.contains("\"record\":\"sample\""),
+            "a recorder_drops event for samples"
+        );
     }
 }
 
@@ -281,10 +391,22 @@ fn reads_during_compaction_never_miss_or_double_a_row() {
         std::thread::spawn(move || {
             let (mut last_samples, mut last_steps, mut reads) = (0, 0, 0);
             while !stop.load(Ordering::Relaxed) {
-                let samples = rows(&read_all(&dir, SampleFilter::default(), Some(vec!["sample_id".into()])));
-                let steps = rlprobe_core::read_steps(&dir, Some(&["step".to_string()])).unwrap().rows;
-                assert!(samples >= last_samples, "a read lost samples: {samples} after {last_samples}");
-                assert!(steps >= last_steps, "a read lost steps: {steps} after {last_steps}");
+                let samples = rows(&read_all(
+                    &dir,
+                    SampleFilter::default(),
+                    Some(vec!["sample_id".into()]),
+                ));
+                let steps = rlprobe_core::read_steps(&dir, Some(&["step".to_string()]))
+                    .unwrap()
+                    .rows;
+                assert!(
+                    samples >= last_samples,
+                    "a read lost samples: {samples} after {last_samples}"
+                );
+                assert!(
+                    steps >= last_steps,
+                    "a read lost steps: {steps} after {last_steps}"
+                );
                 (last_samples, last_steps) = (samples, steps);
                 reads += 1;
             }
@@ -304,8 +426,14 @@ fn reads_during_compaction_never_miss_or_double_a_row() {
     let compactions = compactor.join().unwrap();
     let (samples, steps, reads) = reader.join().unwrap();
     rec.close(true, Duration::from_secs(60)).unwrap();
-    assert!(samples <= 6000 && steps <= 1500, "never more than logged: {samples} {steps}");
-    assert!(compactions > 3 && reads > 3, "the race ran: {compactions} compactions, {reads} reads");
+    assert!(
+        samples <= 6000 && steps <= 1500,
+        "never more than logged: {samples} {steps}"
+    );
+    assert!(
+        compactions > 3 && reads > 3,
+        "the race ran: {compactions} compactions, {reads} reads"
+    );
     assert_eq!(rows(&read_all(&dir, SampleFilter::default(), None)), 6000);
     assert_eq!(rlprobe_core::read_steps(&dir, None).unwrap().rows, 1500);
 }

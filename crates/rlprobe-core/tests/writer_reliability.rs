@@ -36,7 +36,14 @@ fn push_step(rec: &Recorder, step: i64) -> bool {
 fn push_samples(rec: &Recorder, step: i64, n: u32) {
     let mut w = WireWriter::new(Some(step));
     for i in 0..n {
-        w.sample(i, Some(CaptureReason::Random), &[("completion_text", W::Str("a completion")), ("reward_total", W::Number(i as f64))]);
+        w.sample(
+            i,
+            Some(CaptureReason::Random),
+            &[
+                ("completion_text", W::Str("a completion")),
+                ("reward_total", W::Number(i as f64)),
+            ],
+        );
     }
     assert!(rec.push_samples(w.buf, n as u64));
 }
@@ -50,7 +57,11 @@ fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
 }
 
 fn events(dir: &Path) -> Vec<String> {
-    fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default().lines().map(str::to_string).collect()
+    fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -63,9 +74,15 @@ fn samples_go_out_with_every_step_part_published_by_count() {
     }
     // no flush: the step count alone publishes, and every sample queued before the last
     // step went out with it
-    wait_until("steps published by count", Duration::from_secs(20), || rec.counters().written == 100);
+    wait_until("steps published by count", Duration::from_secs(20), || {
+        rec.counters().written == 100
+    });
     let c = rec.counters();
-    assert_eq!((c.samples_logged, c.samples_written), (400, 400), "{c:?} samples wait for nothing but the step cadence");
+    assert_eq!(
+        (c.samples_logged, c.samples_written),
+        (400, 400),
+        "{c:?} samples wait for nothing but the step cadence"
+    );
     assert!(!list_parts(&dir.join(SAMPLES_DIR)).unwrap().is_empty());
     rec.close(false, Duration::from_secs(30)).unwrap();
 }
@@ -82,7 +99,9 @@ fn events_are_written_while_steps_stream_in() {
             push_step(&rec, step);
             step += 1;
         }
-        rec.log_event(format!("{{\"kind\":\"user\",\"step\":{step},\"message\":\"m\",\"data\":{{}}}}"));
+        rec.log_event(format!(
+            "{{\"kind\":\"user\",\"step\":{step},\"message\":\"m\",\"data\":{{}}}}"
+        ));
         logged_at.push(Instant::now());
     }
     // still logging at full speed until just now: events older than 250 ms must be out
@@ -95,7 +114,13 @@ fn events_are_written_while_steps_stream_in() {
         logged_at.len()
     );
     rec.close(false, Duration::from_secs(30)).unwrap();
-    assert_eq!(events(&dir).iter().filter(|l| l.contains("\"kind\":\"user\"")).count(), logged_at.len());
+    assert_eq!(
+        events(&dir)
+            .iter()
+            .filter(|l| l.contains("\"kind\":\"user\""))
+            .count(),
+        logged_at.len()
+    );
 }
 
 #[test]
@@ -112,7 +137,10 @@ fn a_backlog_goes_out_as_one_larger_part() {
     assert_eq!(c.written, logged);
     let parts = list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap().len();
     // one flush_steps-sized part at a time would be 80 parts
-    assert!(parts < 40, "{parts} parts for {logged} rows: a backlog was published flush_steps at a time");
+    assert!(
+        parts < 40,
+        "{parts} parts for {logged} rows: a backlog was published flush_steps at a time"
+    );
     rec.close(false, Duration::from_secs(30)).unwrap();
 }
 
@@ -120,10 +148,16 @@ fn a_backlog_goes_out_as_one_larger_part() {
 fn a_second_recorder_on_the_directory_is_refused_until_the_first_closes() {
     let dir = tempdir("one-writer");
     let mut first = Recorder::open(opts(&dir, 10)).unwrap();
-    let err = Recorder::open(opts(&dir, 10)).err().expect("a second writer is refused");
+    let err = Recorder::open(opts(&dir, 10))
+        .err()
+        .expect("a second writer is refused");
     assert_eq!(err.code(), rlprobe_core::Code::Locked);
     let msg = err.to_string();
-    assert!(msg.contains(&dir.display().to_string()) && msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+    assert!(
+        msg.contains(&dir.display().to_string())
+            && msg.contains(&format!("pid {}", std::process::id())),
+        "{msg}"
+    );
     for s in 0..10 {
         push_step(&first, s);
     }
@@ -131,7 +165,11 @@ fn a_second_recorder_on_the_directory_is_refused_until_the_first_closes() {
     let mut second = Recorder::open(opts(&dir, 10)).expect("free once the first closed");
     push_step(&second, 10);
     second.close(true, Duration::from_secs(30)).unwrap();
-    assert_eq!(read_steps(&dir, None).unwrap().rows, 11, "no part overwritten");
+    assert_eq!(
+        read_steps(&dir, None).unwrap().rows,
+        11,
+        "no part overwritten"
+    );
 }
 
 #[test]
@@ -148,17 +186,37 @@ fn a_run_directory_removed_mid_run_is_recreated_openable_and_reported() {
     for s in 20..30 {
         push_step(&rec, s);
     }
-    assert!(!rec.flush(Duration::from_secs(30)), "a flush that lost published rows says so");
-    assert_eq!(fs::read(dir.join(MANIFEST_FILE)).unwrap(), manifest, "manifest put back");
+    assert!(
+        !rec.flush(Duration::from_secs(30)),
+        "a flush that lost published rows says so"
+    );
+    assert_eq!(
+        fs::read(dir.join(MANIFEST_FILE)).unwrap(),
+        manifest,
+        "manifest put back"
+    );
     let ev = events(&dir);
-    let err = ev.iter().find(|l| l.contains("recorder_error")).expect("a recorder_error in the new events.jsonl");
-    assert!(err.contains("was removed") && err.contains("20 steps"), "{err}");
+    let err = ev
+        .iter()
+        .find(|l| l.contains("recorder_error"))
+        .expect("a recorder_error in the new events.jsonl");
+    assert!(
+        err.contains("was removed") && err.contains("20 steps"),
+        "{err}"
+    );
     let c = rec.counters();
-    assert_eq!((c.written, c.dropped), (10, 20), "rows gone with the directory count as lost, not written");
+    assert_eq!(
+        (c.written, c.dropped),
+        (10, 20),
+        "rows gone with the directory count as lost, not written"
+    );
     let report = rec.close(true, Duration::from_secs(30)).unwrap();
     assert!(report.error.unwrap().contains("was removed"));
     let t = read_steps(&dir, None).unwrap();
-    assert_eq!(t.rows, 10, "the recreated run opens, with what was recorded after");
+    assert_eq!(
+        t.rows, 10,
+        "the recreated run opens, with what was recorded after"
+    );
 }
 
 #[test]
@@ -177,17 +235,39 @@ fn a_removed_run_directory_another_recorder_took_is_left_to_it() {
     for s in 100..110 {
         push_step(&a, s);
     }
-    assert!(!a.flush(Duration::from_secs(30)), "a says its rows are lost");
-    assert!(a.last_error().unwrap().contains("already being recorded"), "{:?}", a.last_error());
+    assert!(
+        !a.flush(Duration::from_secs(30)),
+        "a says its rows are lost"
+    );
+    assert!(
+        a.last_error().unwrap().contains("already being recorded"),
+        "{:?}",
+        a.last_error()
+    );
     for s in 0..5 {
         push_step(&b, s);
     }
     b.close(true, Duration::from_secs(30)).unwrap();
-    assert_eq!(fs::read(dir.join(MANIFEST_FILE)).unwrap(), b"{\"run_id\":\"b\"}", "b's manifest left alone");
+    assert_eq!(
+        fs::read(dir.join(MANIFEST_FILE)).unwrap(),
+        b"{\"run_id\":\"b\"}",
+        "b's manifest left alone"
+    );
     let ca = a.close(false, Duration::from_secs(30)).unwrap().counters;
-    assert_eq!((ca.written, ca.dropped), (0, 20), "a's rows: 10 gone with the directory, 10 refused a place");
-    assert_eq!(read_steps(&dir, None).unwrap().rows, 5, "only b's steps in b's run");
-    assert!(!events(&dir).iter().any(|l| l.contains("was removed")), "a wrote nothing into b's events");
+    assert_eq!(
+        (ca.written, ca.dropped),
+        (0, 20),
+        "a's rows: 10 gone with the directory, 10 refused a place"
+    );
+    assert_eq!(
+        read_steps(&dir, None).unwrap().rows,
+        5,
+        "only b's steps in b's run"
+    );
+    assert!(
+        !events(&dir).iter().any(|l| l.contains("was removed")),
+        "a wrote nothing into b's events"
+    );
 }
 
 /// A tmpfs of `kib` KiB mounted for one test, unmounted when dropped.
@@ -236,12 +316,19 @@ fn a_full_disk_is_counted_reported_and_written_down_once_space_returns() {
         push_step(&rec, s);
     }
     rec.log_event("{\"kind\":\"user\",\"step\":null,\"message\":\"during\",\"data\":{}}".into());
-    assert!(!rec.flush(Duration::from_secs(30)), "flush says it could not write");
+    assert!(
+        !rec.flush(Duration::from_secs(30)),
+        "flush says it could not write"
+    );
     let c = rec.counters();
     assert!(c.write_failures >= 1, "{c:?}");
     assert_eq!(c.written + c.dropped, 40, "every row accounted for: {c:?}");
     assert!(c.dropped >= 30, "{c:?}");
-    assert!(rec.last_error().unwrap().contains("No space left"), "{:?}", rec.last_error());
+    assert!(
+        rec.last_error().unwrap().contains("No space left"),
+        "{:?}",
+        rec.last_error()
+    );
 
     fs::remove_file(&filler).unwrap();
     for s in 40..50 {
@@ -249,11 +336,29 @@ fn a_full_disk_is_counted_reported_and_written_down_once_space_returns() {
     }
     assert!(rec.flush(Duration::from_secs(30)), "writing works again");
     let ev = events(&dir);
-    let outage = ev.iter().find(|l| l.contains("writing failed")).expect("the outage written down once space returned");
-    assert!(outage.starts_with("{\"timestamp\":") && outage.ends_with('}'), "a whole line, not glued to a torn one: {outage}");
-    assert_eq!(ev.iter().filter(|l| l.contains("writing failed")).count(), 1, "one outage, reported once: {ev:?}");
-    assert!(outage.contains("recorder_error") && outage.contains("\"steps\":30"), "{outage}");
-    assert!(ev.iter().any(|l| l.contains("recorder_drops") && l.contains("write_failed") && l.contains("\"count\":30")), "{ev:?}");
+    let outage = ev
+        .iter()
+        .find(|l| l.contains("writing failed"))
+        .expect("the outage written down once space returned");
+    assert!(
+        outage.starts_with("{\"timestamp\":") && outage.ends_with('}'),
+        "a whole line, not glued to a torn one: {outage}"
+    );
+    assert_eq!(
+        ev.iter().filter(|l| l.contains("writing failed")).count(),
+        1,
+        "one outage, reported once: {ev:?}"
+    );
+    assert!(
+        outage.contains("recorder_error") && outage.contains("\"steps\":30"),
+        "{outage}"
+    );
+    assert!(
+        ev.iter().any(|l| l.contains("recorder_drops")
+            && l.contains("write_failed")
+            && l.contains("\"count\":30")),
+        "{ev:?}"
+    );
     let report = rec.close(true, Duration::from_secs(30)).unwrap();
     assert_eq!((report.counters.written, report.counters.dropped), (20, 30));
     assert_eq!(read_steps(&dir, None).unwrap().rows, 20);

@@ -4,7 +4,9 @@
 use rlprobe_doctor::evaluation::evaluate;
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<u64>().expect("a number"));
     let seeds = args.next().unwrap_or(40);
     let healthy = args.next().unwrap_or(200);
     let first = args.next().unwrap_or(0);
@@ -12,10 +14,21 @@ fn main() {
     println!("| signature | injected as | runs | recall | median onset error (points) |");
     println!("|---|---|---:|---:|---:|");
     for s in &e.signatures {
-        println!("| {} | {} | {} | {:.1} % | {} |", s.code, s.variant, s.runs, 100.0 * s.recall(), s.median_onset_error());
+        println!(
+            "| {} | {} | {} | {:.1} % | {} |",
+            s.code,
+            s.variant,
+            s.runs,
+            100.0 * s.recall(),
+            s.median_onset_error()
+        );
     }
     println!();
-    println!("overall recall {:.1} %, median onset error {} points", 100.0 * e.overall_recall(), e.median_onset_error());
+    println!(
+        "overall recall {:.1} %, median onset error {} points",
+        100.0 * e.overall_recall(),
+        e.median_onset_error()
+    );
     println!(
         "healthy runs: {}; with a critical finding: {}; with a warn finding: {} ({:.1} %); warn codes: {:?}",
         e.healthy.runs,

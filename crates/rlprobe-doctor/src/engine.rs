@@ -49,15 +49,26 @@ const CAUSES: &[(&str, &str)] = &[
 /// Diagnoses a run: every detector, findings sorted most severe first. `since` keeps only
 /// findings whose onset is at or after that step.
 pub fn diagnose(run: &RunInput, since: Option<i64>) -> Diagnosis {
-    let mut out = Diagnosis { points: run.len(), ..Default::default() };
+    let mut out = Diagnosis {
+        points: run.len(),
+        ..Default::default()
+    };
     for (d, outcome) in DETECTORS.iter().zip(run_all(run)) {
         match outcome {
             Ok(Outcome::Ran(f)) => {
                 out.ran.push(d.name);
                 out.findings.extend(f);
             }
-            Ok(Outcome::Silent(reason)) => out.skipped.push(Skipped { detector: d.name, codes: d.codes, reason }),
-            Err(what) => out.skipped.push(Skipped { detector: d.name, codes: d.codes, reason: format!("detector failed: {what}") }),
+            Ok(Outcome::Silent(reason)) => out.skipped.push(Skipped {
+                detector: d.name,
+                codes: d.codes,
+                reason,
+            }),
+            Err(what) => out.skipped.push(Skipped {
+                detector: d.name,
+                codes: d.codes,
+                reason: format!("detector failed: {what}"),
+            }),
         }
     }
     link_causes(&mut out.findings);
@@ -71,15 +82,22 @@ pub fn diagnose(run: &RunInput, since: Option<i64>) -> Diagnosis {
 /// Runs every detector, on up to 4 threads (detectors are independent and the slowest
 /// ones dominate at 100,000 points), in `DETECTORS` order.
 fn run_all(run: &RunInput) -> Vec<Result<Outcome, String>> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<Outcome, String>>>> = DETECTORS.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<Result<Outcome, String>>>> =
+        DETECTORS.iter().map(|_| Mutex::new(None)).collect();
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(d) = DETECTORS.get(i) else { break };
         // a bug in one detector must not take the whole diagnosis (or the host) down
         let r = catch_unwind(AssertUnwindSafe(|| (d.run)(run))).map_err(|panic| {
-            panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default()
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
         });
         *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
     };
@@ -93,7 +111,14 @@ fn run_all(run: &RunInput) -> Vec<Result<Outcome, String>> {
             work();
         });
     }
-    slots.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or_else(|| Err("not run".into()))).collect()
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err("not run".into()))
+        })
+        .collect()
 }
 
 fn link_causes(findings: &mut [Finding]) {
@@ -101,9 +126,14 @@ fn link_causes(findings: &mut [Finding]) {
     // its root (advantage ← zero variance ← saturation); CAUSES has no cycle
     let direct: Vec<Option<usize>> = (0..findings.len())
         .map(|e| {
-            CAUSES.iter().filter(|(effect, _)| *effect == findings[e].code).find_map(|(_, cause)| {
-                findings.iter().position(|f| f.code == *cause && overlaps(f, &findings[e]))
-            })
+            CAUSES
+                .iter()
+                .filter(|(effect, _)| *effect == findings[e].code)
+                .find_map(|(_, cause)| {
+                    findings
+                        .iter()
+                        .position(|f| f.code == *cause && overlaps(f, &findings[e]))
+                })
         })
         .collect();
     for e in 0..findings.len() {
@@ -133,7 +163,10 @@ mod tests {
         assert!(d.findings.is_empty());
         // nan_inf and the learning rate can run on any run; everything else needs input
         assert!(d.skipped.len() >= DETECTORS.len() - 2, "{:?}", d.skipped);
-        assert!(d.skipped.iter().any(|s| s.detector == "entropy" && s.reason.contains("entropy_mean")));
+        assert!(d
+            .skipped
+            .iter()
+            .any(|s| s.detector == "entropy" && s.reason.contains("entropy_mean")));
     }
 
     #[test]
@@ -144,8 +177,14 @@ mod tests {
         let d = diagnose(&run, None);
         assert_eq!(d.findings.len(), 1);
         let f = &d.findings[0];
-        assert_eq!((f.code, f.severity, f.onset_step), ("NAN_INF", crate::Severity::Critical, 400));
-        assert!(diagnose(&run, Some(401)).findings.is_empty(), "--since drops earlier onsets");
+        assert_eq!(
+            (f.code, f.severity, f.onset_step),
+            ("NAN_INF", crate::Severity::Critical, 400)
+        );
+        assert!(
+            diagnose(&run, Some(401)).findings.is_empty(),
+            "--since drops earlier onsets"
+        );
     }
 
     #[test]
@@ -164,22 +203,44 @@ mod linking {
     use crate::synth::{labelled, INJECTIONS};
 
     fn injection(code: &str, variant: Option<&str>) -> usize {
-        INJECTIONS.iter().position(|i| i.0 == code && variant.is_none_or(|v| i.1 == v)).unwrap()
+        INJECTIONS
+            .iter()
+            .position(|i| i.0 == code && variant.is_none_or(|v| i.1 == v))
+            .unwrap()
     }
 
     #[test]
     fn zero_advantages_name_zero_variance_groups_and_saturation_names_both() {
         let (run, _) = labelled(injection("ZERO_VARIANCE_GROUPS", None), 1);
         let d = diagnose(&run, None);
-        let adv = d.findings.iter().find(|f| f.code == "ADVANTAGE_COLLAPSE").expect("advantages collapse too");
+        let adv = d
+            .findings
+            .iter()
+            .find(|f| f.code == "ADVANTAGE_COLLAPSE")
+            .expect("advantages collapse too");
         assert_eq!(adv.root_cause, Some("ZERO_VARIANCE_GROUPS"));
-        assert_eq!(d.findings.iter().find(|f| f.code == "ZERO_VARIANCE_GROUPS").unwrap().root_cause, None);
+        assert_eq!(
+            d.findings
+                .iter()
+                .find(|f| f.code == "ZERO_VARIANCE_GROUPS")
+                .unwrap()
+                .root_cause,
+            None
+        );
 
         let (run, _) = labelled(injection("REWARD_SATURATION", None), 1);
         let d = diagnose(&run, None);
         for code in ["ZERO_VARIANCE_GROUPS", "ADVANTAGE_COLLAPSE"] {
-            let f = d.findings.iter().find(|f| f.code == code).unwrap_or_else(|| panic!("{code} found"));
-            assert_eq!(f.root_cause, Some("REWARD_SATURATION"), "{code} ends at the root of the chain");
+            let f = d
+                .findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{code} found"));
+            assert_eq!(
+                f.root_cause,
+                Some("REWARD_SATURATION"),
+                "{code} ends at the root of the chain"
+            );
         }
     }
 
@@ -193,26 +254,50 @@ mod linking {
         }
         run.resolution.insert("grad_norm".into(), 0.001);
         let d = diagnose(&run, None);
-        assert!(d.findings.iter().all(|f| f.code != "GRAD_VANISHING"), "{:?}", d.findings);
-        assert!(d.skipped.iter().any(|s| s.detector == "gradients" && s.reason.contains("resolution")), "{:?}", d.skipped);
+        assert!(
+            d.findings.iter().all(|f| f.code != "GRAD_VANISHING"),
+            "{:?}",
+            d.findings
+        );
+        assert!(
+            d.skipped
+                .iter()
+                .any(|s| s.detector == "gradients" && s.reason.contains("resolution")),
+            "{:?}",
+            d.skipped
+        );
 
         let mut run = RunInput::new((0..100).collect()).with("clip_fraction", vec![0.0; 100]);
         run.kl_per_token = true;
         let d = diagnose(&run, None);
-        assert!(d.skipped.iter().any(|s| s.detector == "clip_fraction" && s.reason.contains("not informative")));
+        assert!(d
+            .skipped
+            .iter()
+            .any(|s| s.detector == "clip_fraction" && s.reason.contains("not informative")));
     }
 
     #[test]
     fn evidence_samples_are_the_longest_truncated() {
         let w = injection("TRUNCATION_COLLAPSE", None);
-        let (mut run, _) = (0..20).map(|seed| labelled(w, seed)).find(|(r, _)| r.samples.is_some()).expect("a shape with samples");
+        let (mut run, _) = (0..20)
+            .map(|seed| labelled(w, seed))
+            .find(|(r, _)| r.samples.is_some())
+            .expect("a shape with samples");
         crate::live::sort_samples(run.samples.as_mut().unwrap());
         let d = diagnose(&run, None);
-        let f = d.findings.iter().find(|f| f.code == "TRUNCATION_COLLAPSE").unwrap();
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.code == "TRUNCATION_COLLAPSE")
+            .unwrap();
         assert_eq!(f.samples.len(), 3);
         let s = run.samples.as_ref().unwrap();
         for e in &f.samples {
-            let i = s.sample_id.iter().position(|id| *id == e.sample_id).unwrap();
+            let i = s
+                .sample_id
+                .iter()
+                .position(|id| *id == e.sample_id)
+                .unwrap();
             assert_eq!(s.truncated[i], Some(true));
             assert!(e.step >= f.onset_step && e.step <= f.last_step);
         }
@@ -228,7 +313,13 @@ mod sparse {
     /// the persistent signatures must still be found, at the same onset.
     #[test]
     fn gaps_in_a_column_do_not_hide_a_problem() {
-        for code in ["ENTROPY_COLLAPSE", "GRAD_EXPLOSION", "TRUNCATION_COLLAPSE", "KL_BLOWUP", "REWARD_COLLAPSE"] {
+        for code in [
+            "ENTROPY_COLLAPSE",
+            "GRAD_EXPLOSION",
+            "TRUNCATION_COLLAPSE",
+            "KL_BLOWUP",
+            "REWARD_COLLAPSE",
+        ] {
             let w = INJECTIONS.iter().position(|i| i.0 == code).unwrap();
             let (mut run, t0) = labelled(w, 3);
             for c in run.columns.values_mut() {
@@ -237,8 +328,16 @@ mod sparse {
                 }
             }
             let d = diagnose(&run, None);
-            let f = d.findings.iter().find(|f| f.code == code).unwrap_or_else(|| panic!("{code} not found with gaps: {:?}", d.findings));
-            assert!(f.onset_index.abs_diff(t0) <= 12, "{code}: onset {} vs {t0}", f.onset_index);
+            let f = d
+                .findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{code} not found with gaps: {:?}", d.findings));
+            assert!(
+                f.onset_index.abs_diff(t0) <= 12,
+                "{code}: onset {} vs {t0}",
+                f.onset_index
+            );
         }
     }
 }

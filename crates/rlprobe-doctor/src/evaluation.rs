@@ -47,13 +47,22 @@ pub struct Evaluation {
 
 impl Evaluation {
     pub fn overall_recall(&self) -> f64 {
-        let (d, r) = self.signatures.iter().fold((0, 0), |(d, r), s| (d + s.detected, r + s.runs));
+        let (d, r) = self
+            .signatures
+            .iter()
+            .fold((0, 0), |(d, r), s| (d + s.detected, r + s.runs));
         d as f64 / r as f64
     }
     pub fn median_onset_error(&self) -> f64 {
-        let mut all: Vec<usize> = self.signatures.iter().flat_map(|s| s.onset_errors.iter().copied()).collect();
+        let mut all: Vec<usize> = self
+            .signatures
+            .iter()
+            .flat_map(|s| s.onset_errors.iter().copied())
+            .collect();
         all.sort_unstable();
-        all.get(all.len() / 2).map(|&v| v as f64).unwrap_or(f64::NAN)
+        all.get(all.len() / 2)
+            .map(|&v| v as f64)
+            .unwrap_or(f64::NAN)
     }
     pub fn warn_fp_rate(&self) -> f64 {
         self.healthy.runs_with_warn as f64 / self.healthy.runs as f64
@@ -65,12 +74,24 @@ impl Evaluation {
 pub fn evaluate(first: u64, seeds: u64, healthy: u64) -> Evaluation {
     let mut signatures = Vec::new();
     for (w, &(code, variant, _)) in INJECTIONS.iter().enumerate() {
-        let mut row = SignatureRow { code, variant, runs: 0, detected: 0, onset_errors: Vec::new() };
+        let mut row = SignatureRow {
+            code,
+            variant,
+            runs: 0,
+            detected: 0,
+            onset_errors: Vec::new(),
+        };
         for seed in first..first + seeds {
             let (run, t0) = labelled(w, seed);
             row.runs += 1;
             let d = diagnose(&run, None);
-            let hit = d.findings.iter().filter(|f| f.code == code && f.severity >= Severity::Warn && f.last_step >= run.steps[t0]).min_by_key(|f| f.onset_index.abs_diff(t0));
+            let hit = d
+                .findings
+                .iter()
+                .filter(|f| {
+                    f.code == code && f.severity >= Severity::Warn && f.last_step >= run.steps[t0]
+                })
+                .min_by_key(|f| f.onset_index.abs_diff(t0));
             if let Some(f) = hit {
                 row.detected += 1;
                 row.onset_errors.push(f.onset_index.abs_diff(t0));
@@ -96,5 +117,8 @@ pub fn evaluate(first: u64, seeds: u64, healthy: u64) -> Evaluation {
             }
         }
     }
-    Evaluation { signatures, healthy: h }
+    Evaluation {
+        signatures,
+        healthy: h,
+    }
 }

@@ -52,7 +52,11 @@ pub struct LiveFeed {
 
 impl LiveFeed {
     /// Starts the doctor thread; returns it and the tap to give the recorder's writer.
-    pub fn start(min_every: usize, resolution: HashMap<String, f64>, kl_per_token: bool) -> rlprobe_core::Result<(LiveFeed, StepTap)> {
+    pub fn start(
+        min_every: usize,
+        resolution: HashMap<String, f64>,
+        kl_per_token: bool,
+    ) -> rlprobe_core::Result<(LiveFeed, StepTap)> {
         let (tx, rx) = channel::<Msg>();
         let found: Arc<Found> = Arc::default();
         let sink = found.clone();
@@ -66,10 +70,13 @@ impl LiveFeed {
                 }
                 while let Ok(msg) = rx.recv() {
                     let (fresh, ack) = match msg {
-                        Msg::Rows(table) => (guarded(&sink, || {
-                            push_rows(&mut doctor, &run_input(&table));
-                            doctor.poll()
-                        }), None),
+                        Msg::Rows(table) => (
+                            guarded(&sink, || {
+                                push_rows(&mut doctor, &run_input(&table));
+                                doctor.poll()
+                            }),
+                            None,
+                        ),
                         Msg::Finish(ack) => (guarded(&sink, || doctor.evaluate()), Some(ack)),
                     };
                     lock(&sink.findings).extend(fresh);
@@ -79,13 +86,23 @@ impl LiveFeed {
                     }
                 }
             })
-            .map_err(|e| rlprobe_core::Error::System { action: "starting the live doctor's thread", source: Arc::new(e) })?;
+            .map_err(|e| rlprobe_core::Error::System {
+                action: "starting the live doctor's thread",
+                source: Arc::new(e),
+            })?;
         let tap_tx = Mutex::new(tx.clone());
         let tap = StepTap(Arc::new(move |table: &Table| {
             // fails only once the doctor thread is gone, and it goes with the feed
             let _ = lock(&tap_tx).send(Msg::Rows(table.clone()));
         }));
-        Ok((LiveFeed { tx: Mutex::new(Some(tx)), found, thread: Some(thread) }, tap))
+        Ok((
+            LiveFeed {
+                tx: Mutex::new(Some(tx)),
+                found,
+                thread: Some(thread),
+            },
+            tap,
+        ))
     }
 
     /// Findings not yet taken.
@@ -107,7 +124,10 @@ impl LiveFeed {
 
     /// Messages the doctor thread failed on (a caught panic), and the last such failure.
     pub fn failures(&self) -> (u64, Option<String>) {
-        (self.found.failures.load(Ordering::Acquire), lock(&self.found.last_failure).clone())
+        (
+            self.found.failures.load(Ordering::Acquire),
+            lock(&self.found.last_failure).clone(),
+        )
     }
 }
 
@@ -162,9 +182,15 @@ mod tests {
     fn part(run: &RunInput, range: std::ops::Range<usize>) -> Table {
         let mut t = Table::default();
         for (r, i) in range.enumerate() {
-            t.column_mut("step", ColumnKind::I64).unwrap().push_number(run.steps[i] as f64);
+            t.column_mut("step", ColumnKind::I64)
+                .unwrap()
+                .push_number(run.steps[i] as f64);
             for (name, c) in &run.columns {
-                let v = if c.nonfinite.contains(&i) { Some(f64::NAN) } else { Some(c.values[i]).filter(|v| !v.is_nan()) };
+                let v = if c.nonfinite.contains(&i) {
+                    Some(f64::NAN)
+                } else {
+                    Some(c.values[i]).filter(|v| !v.is_nan())
+                };
                 if let Some(v) = v {
                     let col = t.column_mut(name, ColumnKind::F64).unwrap();
                     col.pad_to(r);
@@ -187,10 +213,20 @@ mod tests {
         let found = feed.finish(Duration::from_secs(60));
         let codes: Vec<&str> = found.iter().map(|f| f.code).collect();
         assert!(codes.contains(&"NAN_INF"), "{codes:?}");
-        let offline: Vec<&str> = diagnose(&run, None).findings.iter().map(|f| f.code).collect();
-        assert!(offline.iter().all(|c| codes.contains(c)), "live {codes:?} vs offline {offline:?}");
+        let offline: Vec<&str> = diagnose(&run, None)
+            .findings
+            .iter()
+            .map(|f| f.code)
+            .collect();
+        assert!(
+            offline.iter().all(|c| codes.contains(c)),
+            "live {codes:?} vs offline {offline:?}"
+        );
         assert!(feed.take().is_empty(), "finish handed them over");
-        assert!(feed.finish(Duration::from_secs(60)).is_empty(), "each finding once");
+        assert!(
+            feed.finish(Duration::from_secs(60)).is_empty(),
+            "each finding once"
+        );
         assert_eq!(feed.failures(), (0, None));
     }
 
@@ -200,18 +236,27 @@ mod tests {
         let mut t = Table::default();
         // step 5 logged with a NaN loss, then re-logged with a finite one: no NaN remains
         for (r, loss) in [f64::NAN, 0.5].into_iter().enumerate() {
-            t.column_mut("step", ColumnKind::I64).unwrap().push_number(5.0);
-            t.column_mut("loss", ColumnKind::F64).unwrap().push_number(loss);
+            t.column_mut("step", ColumnKind::I64)
+                .unwrap()
+                .push_number(5.0);
+            t.column_mut("loss", ColumnKind::F64)
+                .unwrap()
+                .push_number(loss);
             t.finish_rows(r + 1);
         }
         (tap.0)(&t);
         let found = feed.finish(Duration::from_secs(60));
-        assert!(!found.iter().any(|f| f.code == "NAN_INF"), "{:?}", found.iter().map(|f| f.code).collect::<Vec<_>>());
+        assert!(
+            !found.iter().any(|f| f.code == "NAN_INF"),
+            "{:?}",
+            found.iter().map(|f| f.code).collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn a_feed_with_nothing_fed_finishes_empty_and_drops_without_blocking() {
-        let (feed, tap) = LiveFeed::start(10, HashMap::from([("kl_mean".to_string(), 0.001)]), false).unwrap();
+        let (feed, tap) =
+            LiveFeed::start(10, HashMap::from([("kl_mean".to_string(), 0.001)]), false).unwrap();
         assert!(feed.finish(Duration::from_secs(60)).is_empty());
         drop(feed);
         // the writer may still hold the tap: a part after the feed is gone is not an error

@@ -80,7 +80,10 @@ impl Finding {
     pub fn at(mut self, steps: &[i64], onset: usize, last: usize) -> Finding {
         self.onset_index = onset;
         self.onset_step = steps.get(onset).copied().unwrap_or(0);
-        self.last_step = steps.get(last.max(onset)).copied().unwrap_or(self.onset_step);
+        self.last_step = steps
+            .get(last.max(onset))
+            .copied()
+            .unwrap_or(self.onset_step);
         self
     }
 
@@ -124,6 +127,9 @@ pub fn fold(mut findings: Vec<Finding>) -> Option<Finding> {
 /// Most severe first, then most confident, then earliest.
 pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        b.severity.cmp(&a.severity).then(b.confidence.total_cmp(&a.confidence)).then(a.onset_step.cmp(&b.onset_step))
+        b.severity
+            .cmp(&a.severity)
+            .then(b.confidence.total_cmp(&a.confidence))
+            .then(a.onset_step.cmp(&b.onset_step))
     });
 }

@@ -89,7 +89,11 @@ pub struct RunInput {
 
 impl RunInput {
     pub fn new(steps: Vec<i64>) -> RunInput {
-        RunInput { steps, kl_per_token: true, ..Default::default() }
+        RunInput {
+            steps,
+            kl_per_token: true,
+            ..Default::default()
+        }
     }
 
     /// Adds a column from raw values (NaN/±Inf logged values are kept as non-finite).
@@ -117,7 +121,10 @@ impl RunInput {
 
     /// The column's values if it has any present point.
     pub fn series(&self, name: &str) -> Option<&[f64]> {
-        self.columns.get(name).filter(|c| c.values.iter().any(|v| !v.is_nan())).map(|c| c.values.as_slice())
+        self.columns
+            .get(name)
+            .filter(|c| c.values.iter().any(|v| !v.is_nan()))
+            .map(|c| c.values.as_slice())
     }
 
     pub fn resolution(&self, name: &str) -> f64 {
@@ -125,22 +132,45 @@ impl RunInput {
     }
 
     /// Columns whose name starts with `prefix`, in name order.
-    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a Column)> + 'a {
-        self.columns.range(prefix.to_string()..).take_while(move |(k, _)| k.starts_with(prefix)).map(|(k, c)| (k.as_str(), c))
+    pub fn with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Column)> + 'a {
+        self.columns
+            .range(prefix.to_string()..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, c)| (k.as_str(), c))
     }
 
     /// The first points `0..n` as a run of their own (what a live doctor had seen then).
     pub fn prefix(&self, n: usize) -> RunInput {
         let n = n.min(self.len());
-        let mut out = RunInput { steps: self.steps[..n].to_vec(), resolution: self.resolution.clone(), kl_per_token: self.kl_per_token, ..Default::default() };
+        let mut out = RunInput {
+            steps: self.steps[..n].to_vec(),
+            resolution: self.resolution.clone(),
+            kl_per_token: self.kl_per_token,
+            ..Default::default()
+        };
         for (name, c) in &self.columns {
-            out.columns.insert(name.clone(), Column { values: c.values[..n].to_vec(), nonfinite: c.nonfinite.iter().copied().filter(|&i| i < n).collect() });
+            out.columns.insert(
+                name.clone(),
+                Column {
+                    values: c.values[..n].to_vec(),
+                    nonfinite: c.nonfinite.iter().copied().filter(|&i| i < n).collect(),
+                },
+            );
         }
         if let (Some(s), Some(&last)) = (&self.samples, out.steps.last()) {
             let mut t = Samples::default();
             for i in 0..s.len() {
                 if s.step[i] <= last {
-                    t.push(s.step[i], s.sample_id[i].clone(), s.reward[i], s.completion_len[i], s.truncated[i]);
+                    t.push(
+                        s.step[i],
+                        s.sample_id[i].clone(),
+                        s.reward[i],
+                        s.completion_len[i],
+                        s.truncated[i],
+                    );
                 }
             }
             out.samples = Some(t);

@@ -26,8 +26,8 @@ pub mod signal;
 pub mod synth;
 
 pub use engine::{diagnose, Diagnosis, Skipped};
+pub use feed::LiveFeed;
 pub use finding::{EvidenceSample, Finding, Severity};
 pub use input::{Column, RunInput, Samples};
-pub use feed::LiveFeed;
 pub use live::LiveDoctor;
 pub use run::{diagnose_run, DiagnoseOptions, RunDiagnosis};

@@ -30,7 +30,12 @@ impl Default for LiveDoctor {
 impl LiveDoctor {
     /// Evaluates at most every `min_every` new points.
     pub fn new(min_every: usize) -> LiveDoctor {
-        LiveDoctor { run: RunInput::new(Vec::new()), reported: HashMap::new(), evaluated_at: 0, min_every: min_every.max(1) }
+        LiveDoctor {
+            run: RunInput::new(Vec::new()),
+            reported: HashMap::new(),
+            evaluated_at: 0,
+            min_every: min_every.max(1),
+        }
     }
 
     pub fn set_resolution(&mut self, column: &str, resolution: f64) {
@@ -74,8 +79,18 @@ impl LiveDoctor {
     }
 
     /// Appends per-sample records (reward, length, truncated) for evidence and statistics.
-    pub fn push_sample(&mut self, step: i64, sample_id: String, reward: f64, len: f64, truncated: Option<bool>) {
-        self.run.samples.get_or_insert_with(Samples::default).push(step, sample_id, reward, len, truncated);
+    pub fn push_sample(
+        &mut self,
+        step: i64,
+        sample_id: String,
+        reward: f64,
+        len: f64,
+        truncated: Option<bool>,
+    ) {
+        self.run
+            .samples
+            .get_or_insert_with(Samples::default)
+            .push(step, sample_id, reward, len, truncated);
     }
 
     /// Whether enough new points arrived for `poll` to evaluate.
@@ -109,7 +124,10 @@ impl LiveDoctor {
                 None => true,
                 Some(&(sev, last)) => f.severity > sev || f.onset_step > last,
             };
-            let entry = self.reported.entry(f.code).or_insert((f.severity, f.last_step));
+            let entry = self
+                .reported
+                .entry(f.code)
+                .or_insert((f.severity, f.last_step));
             if new {
                 *entry = (entry.0.max(f.severity), f.last_step);
                 fresh.push(f);
@@ -172,17 +190,32 @@ mod tests {
 
     #[test]
     fn live_reports_what_offline_finds_once_each() {
-        for (w, &(code, _, _)) in INJECTIONS.iter().enumerate().filter(|(_, i)| i.1 != "length-driven reward") {
+        for (w, &(code, _, _)) in INJECTIONS
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.1 != "length-driven reward")
+        {
             let (run, _) = labelled(w, 7);
-            let offline: std::collections::BTreeSet<&str> = diagnose(&run, None).findings.iter().map(|f| f.code).collect();
+            let offline: std::collections::BTreeSet<&str> = diagnose(&run, None)
+                .findings
+                .iter()
+                .map(|f| f.code)
+                .collect();
             let found = live(&run, 20);
             let codes: std::collections::BTreeSet<&str> = found.iter().map(|f| f.code).collect();
             assert!(codes.contains(code), "{code}: live found {codes:?}");
-            assert!(offline.is_subset(&codes), "{code}: offline {offline:?} vs live {codes:?}");
+            assert!(
+                offline.is_subset(&codes),
+                "{code}: offline {offline:?} vs live {codes:?}"
+            );
             // at most one report per code and severity (a re-report needs a new episode or a worse severity)
             let mut seen = std::collections::BTreeSet::new();
             for f in &found {
-                assert!(seen.insert((f.code, f.severity, f.onset_step)), "{code}: {} reported twice", f.code);
+                assert!(
+                    seen.insert((f.code, f.severity, f.onset_step)),
+                    "{code}: {} reported twice",
+                    f.code
+                );
             }
         }
     }
@@ -194,7 +227,13 @@ mod tests {
         d.push(5, &[("reward_mean", 0.5)]);
         d.push(4, &[("loss", f64::NAN)]);
         assert_eq!(d.points(), 1);
-        assert_eq!((d.run.columns["loss"].values[0], d.run.columns["reward_mean"].values[0]), (1.0, 0.5));
+        assert_eq!(
+            (
+                d.run.columns["loss"].values[0],
+                d.run.columns["reward_mean"].values[0]
+            ),
+            (1.0, 0.5)
+        );
         assert!(d.evaluate().is_empty());
         d.push(5, &[("loss", f64::NAN)]);
         assert_eq!(d.evaluate()[0].code, "NAN_INF", "the later write wins");

@@ -65,9 +65,18 @@ pub struct RunDiagnosis {
 pub fn diagnose_run(dir: &Path, o: &DiagnoseOptions) -> rlprobe_core::Result<RunDiagnosis> {
     // samples decode on another core while the steps are read (they cost about as much)
     let (table, samples) = std::thread::scope(|scope| {
-        let samples = o.samples.then(|| scope.spawn(|| read_samples(dir, o.max_samples)));
+        let samples = o
+            .samples
+            .then(|| scope.spawn(|| read_samples(dir, o.max_samples)));
         let table = rlprobe_core::read_steps(dir, None);
-        let samples = samples.map(|h| h.join().map_err(|p| format!("reading the samples panicked: {}", rlprobe_core::writer::panic_message(&p))));
+        let samples = samples.map(|h| {
+            h.join().map_err(|p| {
+                format!(
+                    "reading the samples panicked: {}",
+                    rlprobe_core::writer::panic_message(&p)
+                )
+            })
+        });
         (table, samples)
     });
     let mut table = table?;
@@ -93,7 +102,11 @@ pub fn diagnose_run(dir: &Path, o: &DiagnoseOptions) -> rlprobe_core::Result<Run
         None => {}
     }
     let samples = run.samples.as_ref().map_or(0, Samples::len);
-    Ok(RunDiagnosis { diagnosis: diagnose(&run, o.since), samples, samples_error })
+    Ok(RunDiagnosis {
+        diagnosis: diagnose(&run, o.since),
+        samples,
+        samples_error,
+    })
 }
 
 /// Columns that are bookkeeping, not metrics.
@@ -113,7 +126,9 @@ fn scalars(values: &ColumnValues) -> Option<Vec<f64>> {
 /// A step table as the doctor's input: rows ordered by step, a re-logged step kept once
 /// (its last write), so no detector sees a step twice. List columns are not series.
 pub fn run_input(table: &Table) -> RunInput {
-    let Some(step_col) = table.column("step") else { return RunInput::new(Vec::new()) };
+    let Some(step_col) = table.column("step") else {
+        return RunInput::new(Vec::new());
+    };
     let steps: Vec<i64> = match &step_col.values {
         ColumnValues::I64(v) => v.clone(),
         ColumnValues::F64(v) => v.iter().map(|x| *x as i64).collect(),
@@ -135,9 +150,17 @@ pub fn run_input(table: &Table) -> RunInput {
         if !is_metric(name) {
             continue;
         }
-        let Some(values) = scalars(&col.values) else { continue };
-        let raw: Vec<f64> = order.iter().map(|&i| values.get(i).copied().unwrap_or(f64::NAN)).collect();
-        let valid: Vec<bool> = order.iter().map(|&i| col.valid.get(i).copied().unwrap_or(false)).collect();
+        let Some(values) = scalars(&col.values) else {
+            continue;
+        };
+        let raw: Vec<f64> = order
+            .iter()
+            .map(|&i| values.get(i).copied().unwrap_or(f64::NAN))
+            .collect();
+        let valid: Vec<bool> = order
+            .iter()
+            .map(|&i| col.valid.get(i).copied().unwrap_or(false))
+            .collect();
         run.insert(name, Column::from_raw(raw, Some(&valid)));
     }
     run
@@ -145,10 +168,15 @@ pub fn run_input(table: &Table) -> RunInput {
 
 /// A column of `b` as f64 (NaN where null or absent).
 fn f64s(b: &RecordBatch, name: &str) -> Vec<f64> {
-    match b.column_by_name(name).and_then(|a| arrow::compute::cast(a, &DataType::Float64).ok()) {
+    match b
+        .column_by_name(name)
+        .and_then(|a| arrow::compute::cast(a, &DataType::Float64).ok())
+    {
         Some(a) => {
             let a = a.as_primitive::<Float64Type>();
-            (0..a.len()).map(|i| if a.is_null(i) { f64::NAN } else { a.value(i) }).collect()
+            (0..a.len())
+                .map(|i| if a.is_null(i) { f64::NAN } else { a.value(i) })
+                .collect()
         }
         None => vec![f64::NAN; b.num_rows()],
     }
@@ -157,15 +185,29 @@ fn f64s(b: &RecordBatch, name: &str) -> Vec<f64> {
 /// Rank 0's samples (step, id, reward, length, truncation): the most recent `max`. Rows
 /// without a step are not evidence of any step and are left out.
 pub fn read_samples(dir: &Path, max: usize) -> rlprobe_core::Result<Samples> {
-    let cols = ["step", "sample_id", "reward_total", "completion_len", "truncated"].map(String::from).to_vec();
+    let cols = [
+        "step",
+        "sample_id",
+        "reward_total",
+        "completion_len",
+        "truncated",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut cursor = SampleCursor::open(dir, SampleFilter::default(), Some(cols), 16_384)?;
     let mut out = Samples::default();
     while let Some(b) = cursor.next_batch()? {
-        let step = b.column_by_name("step").and_then(|a| arrow::compute::cast(a, &DataType::Int64).ok());
+        let step = b
+            .column_by_name("step")
+            .and_then(|a| arrow::compute::cast(a, &DataType::Int64).ok());
         let Some(step) = step else { continue };
         let step = step.as_primitive::<Int64Type>();
-        let ids = b.column_by_name("sample_id").and_then(|a| arrow::compute::cast(a, &DataType::Utf8).ok());
-        let truncated = b.column_by_name("truncated").and_then(|a| arrow::compute::cast(a, &DataType::Boolean).ok());
+        let ids = b
+            .column_by_name("sample_id")
+            .and_then(|a| arrow::compute::cast(a, &DataType::Utf8).ok());
+        let truncated = b
+            .column_by_name("truncated")
+            .and_then(|a| arrow::compute::cast(a, &DataType::Boolean).ok());
         let (reward, len) = (f64s(&b, "reward_total"), f64s(&b, "completion_len"));
         // trimmed in steps of `max`, so the cost stays linear
         if out.len() >= 2 * max {
@@ -175,8 +217,16 @@ pub fn read_samples(dir: &Path, max: usize) -> rlprobe_core::Result<Samples> {
             if step.is_null(i) {
                 continue;
             }
-            let id = ids.as_ref().map(|a| a.as_string::<i32>()).filter(|a| !a.is_null(i)).map_or(String::new(), |a| a.value(i).to_string());
-            let t = truncated.as_ref().map(|a| a.as_boolean()).filter(|a| !a.is_null(i)).map(|a| a.value(i));
+            let id = ids
+                .as_ref()
+                .map(|a| a.as_string::<i32>())
+                .filter(|a| !a.is_null(i))
+                .map_or(String::new(), |a| a.value(i).to_string());
+            let t = truncated
+                .as_ref()
+                .map(|a| a.as_boolean())
+                .filter(|a| !a.is_null(i))
+                .map(|a| a.value(i));
             out.push(step.value(i), id, reward[i], len[i], t);
         }
     }
@@ -193,7 +243,10 @@ mod tests {
     fn tempdir(tag: &str) -> PathBuf {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("rlprobe-doctor-run-{tag}-{}-{n}", std::process::id()));
+        let d = std::env::temp_dir().join(format!(
+            "rlprobe-doctor-run-{tag}-{}-{n}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -203,14 +256,20 @@ mod tests {
     fn table(rows: &[(i64, Option<f64>)]) -> Table {
         let mut t = Table::default();
         for (r, (step, loss)) in rows.iter().enumerate() {
-            t.column_mut("step", ColumnKind::I64).unwrap().push_number(*step as f64);
-            t.column_mut("timestamp", ColumnKind::F64).unwrap().push_number(1e9 + r as f64);
+            t.column_mut("step", ColumnKind::I64)
+                .unwrap()
+                .push_number(*step as f64);
+            t.column_mut("timestamp", ColumnKind::F64)
+                .unwrap()
+                .push_number(1e9 + r as f64);
             let c = t.column_mut("loss", ColumnKind::F64).unwrap();
             c.pad_to(r);
             if let Some(x) = loss {
                 c.push_number(*x);
             }
-            t.column_mut("kl_positional", ColumnKind::ListF64).unwrap().push_list(&[0.1]);
+            t.column_mut("kl_positional", ColumnKind::ListF64)
+                .unwrap()
+                .push_list(&[0.1]);
             t.finish_rows(r + 1);
         }
         t
@@ -218,13 +277,26 @@ mod tests {
 
     #[test]
     fn a_relogged_step_is_seen_once_at_its_last_write_in_step_order() {
-        let run = run_input(&table(&[(3, Some(3.0)), (1, Some(1.0)), (2, Some(2.0)), (1, Some(1.5)), (2, None)]));
+        let run = run_input(&table(&[
+            (3, Some(3.0)),
+            (1, Some(1.0)),
+            (2, Some(2.0)),
+            (1, Some(1.5)),
+            (2, None),
+        ]));
         assert_eq!(run.steps, vec![1, 2, 3]);
         let loss = &run.columns["loss"];
         assert_eq!(loss.values[0], 1.5, "the later write of step 1 wins");
-        assert!(loss.values[1].is_nan() && loss.nonfinite.is_empty(), "step 2's last write has no loss: missing, not NaN");
+        assert!(
+            loss.values[1].is_nan() && loss.nonfinite.is_empty(),
+            "step 2's last write has no loss: missing, not NaN"
+        );
         assert_eq!(loss.values[2], 3.0);
-        assert_eq!(run.columns.keys().collect::<Vec<_>>(), vec!["loss"], "bookkeeping and list columns are not series");
+        assert_eq!(
+            run.columns.keys().collect::<Vec<_>>(),
+            vec!["loss"],
+            "bookkeeping and list columns are not series"
+        );
     }
 
     #[test]
@@ -237,12 +309,28 @@ mod tests {
     fn write_samples(dir: &Path, index: u64, steps: std::ops::Range<i64>) {
         use rlprobe_core::samples::wire::SampleRow;
         let rows: Vec<SampleRow> = steps
-            .flat_map(|s| (0..2).map(move |i| SampleRow { step: s, sample_id: format!("{s}-{i}"), reward_total: Some(s as f64), ..Default::default() }))
+            .flat_map(|s| {
+                (0..2).map(move |i| SampleRow {
+                    step: s,
+                    sample_id: format!("{s}-{i}"),
+                    reward_total: Some(s as f64),
+                    ..Default::default()
+                })
+            })
             .collect();
         let batch = rlprobe_core::samples::batch::to_record_batch(&rows).unwrap();
-        let path = dir.join(rlprobe_core::layout::SAMPLES_DIR).join(rlprobe_core::layout::part_name(index));
+        let path = dir
+            .join(rlprobe_core::layout::SAMPLES_DIR)
+            .join(rlprobe_core::layout::part_name(index));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let mut w = rlprobe_core::parquet_io::arrow_writer(std::fs::File::create(&path).unwrap(), &path, batch.schema(), Default::default(), Vec::new()).unwrap();
+        let mut w = rlprobe_core::parquet_io::arrow_writer(
+            std::fs::File::create(&path).unwrap(),
+            &path,
+            batch.schema(),
+            Default::default(),
+            Vec::new(),
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.into_inner().unwrap();
     }
@@ -254,7 +342,11 @@ mod tests {
         write_samples(&dir, 1, 40..50);
         let s = read_samples(&dir, 7).unwrap();
         assert_eq!(s.len(), 7);
-        assert_eq!(s.sample_id.first().map(String::as_str), Some("46-1"), "the oldest are dropped");
+        assert_eq!(
+            s.sample_id.first().map(String::as_str),
+            Some("46-1"),
+            "the oldest are dropped"
+        );
         assert_eq!(s.step.last(), Some(&49));
         assert_eq!(read_samples(&dir, 1_000).unwrap().len(), 100);
     }
@@ -262,19 +354,46 @@ mod tests {
     #[test]
     fn a_damaged_sample_file_costs_the_evidence_not_the_diagnosis() {
         let dir = tempdir("damaged-samples");
-        let part = dir.join(rlprobe_core::layout::STEPS_PARTS_DIR).join(rlprobe_core::layout::part_name(0));
+        let part = dir
+            .join(rlprobe_core::layout::STEPS_PARTS_DIR)
+            .join(rlprobe_core::layout::part_name(0));
         std::fs::create_dir_all(part.parent().unwrap()).unwrap();
-        let steps = table(&(0..30).map(|s| (s, Some(1.0 / (s + 1) as f64))).collect::<Vec<_>>());
-        rlprobe_core::parquet_io::write_table(std::fs::File::create(&part).unwrap(), &part, &steps, Default::default(), Vec::new()).unwrap();
+        let steps = table(
+            &(0..30)
+                .map(|s| (s, Some(1.0 / (s + 1) as f64)))
+                .collect::<Vec<_>>(),
+        );
+        rlprobe_core::parquet_io::write_table(
+            std::fs::File::create(&part).unwrap(),
+            &part,
+            &steps,
+            Default::default(),
+            Vec::new(),
+        )
+        .unwrap();
         write_samples(&dir, 0, 0..30);
-        let samples = dir.join(rlprobe_core::layout::SAMPLES_DIR).join(rlprobe_core::layout::part_name(0));
+        let samples = dir
+            .join(rlprobe_core::layout::SAMPLES_DIR)
+            .join(rlprobe_core::layout::part_name(0));
         std::fs::write(&samples, b"not parquet at all").unwrap();
         let d = diagnose_run(&dir, &DiagnoseOptions::default()).unwrap();
         assert_eq!((d.diagnosis.points, d.samples), (30, 0));
-        let why = d.samples_error.expect("says why there is no sample evidence");
-        assert!(why.contains(&samples.display().to_string()), "names the file: {why}");
+        let why = d
+            .samples_error
+            .expect("says why there is no sample evidence");
+        assert!(
+            why.contains(&samples.display().to_string()),
+            "names the file: {why}"
+        );
         // without samples asked for, nothing is said about them
-        let d = diagnose_run(&dir, &DiagnoseOptions { samples: false, ..Default::default() }).unwrap();
+        let d = diagnose_run(
+            &dir,
+            &DiagnoseOptions {
+                samples: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(d.samples_error, None);
         // a damaged step file fails the diagnosis, naming it
         std::fs::write(&part, b"not parquet either").unwrap();
@@ -286,7 +405,9 @@ mod tests {
     #[test]
     fn renamed_columns_are_diagnosed_under_their_current_name() {
         let dir = tempdir("renames");
-        let part = dir.join(rlprobe_core::layout::STEPS_PARTS_DIR).join(rlprobe_core::layout::part_name(0));
+        let part = dir
+            .join(rlprobe_core::layout::STEPS_PARTS_DIR)
+            .join(rlprobe_core::layout::part_name(0));
         std::fs::create_dir_all(part.parent().unwrap()).unwrap();
         // a NaN loss stored as `old_loss`: NAN_INF reads `loss`
         let mut t = table(&(0..20).map(|s| (s, Some(0.5))).collect::<Vec<_>>());
@@ -295,11 +416,37 @@ mod tests {
         if let ColumnValues::F64(v) = &mut t.columns[loss].values {
             v[10] = f64::NAN;
         }
-        rlprobe_core::parquet_io::write_table(std::fs::File::create(&part).unwrap(), &part, &t, Default::default(), Vec::new()).unwrap();
+        rlprobe_core::parquet_io::write_table(
+            std::fs::File::create(&part).unwrap(),
+            &part,
+            &t,
+            Default::default(),
+            Vec::new(),
+        )
+        .unwrap();
         let plain = diagnose_run(&dir, &DiagnoseOptions::default()).unwrap();
-        assert!(!plain.diagnosis.findings.iter().any(|f| f.code == "NAN_INF"), "{:?}", plain.diagnosis.findings);
+        assert!(
+            !plain.diagnosis.findings.iter().any(|f| f.code == "NAN_INF"),
+            "{:?}",
+            plain.diagnosis.findings
+        );
         let renames = HashMap::from([("old_loss".to_string(), "loss".to_string())]);
-        let renamed = diagnose_run(&dir, &DiagnoseOptions { renames, ..Default::default() }).unwrap();
-        assert!(renamed.diagnosis.findings.iter().any(|f| f.code == "NAN_INF"), "{:?}", renamed.diagnosis.findings);
+        let renamed = diagnose_run(
+            &dir,
+            &DiagnoseOptions {
+                renames,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            renamed
+                .diagnosis
+                .findings
+                .iter()
+                .any(|f| f.code == "NAN_INF"),
+            "{:?}",
+            renamed.diagnosis.findings
+        );
     }
 }

@@ -30,7 +30,11 @@ pub fn baseline(xs: &[f64]) -> Option<Baseline> {
 }
 
 pub fn baseline_from(xs: &[f64], skip: usize, points: usize) -> Option<Baseline> {
-    let idx: Vec<usize> = (0..xs.len()).filter(|&i| !xs[i].is_nan()).skip(skip).take(points).collect();
+    let idx: Vec<usize> = (0..xs.len())
+        .filter(|&i| !xs[i].is_nan())
+        .skip(skip)
+        .take(points)
+        .collect();
     if idx.len() < points {
         return None;
     }
@@ -38,7 +42,11 @@ pub fn baseline_from(xs: &[f64], skip: usize, points: usize) -> Option<Baseline>
     let mut d: Vec<f64> = v.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
     let median = median_in_place(&mut v)?;
     let sigma = median_in_place(&mut d).unwrap_or(0.0) * MAD_TO_SIGMA / std::f64::consts::SQRT_2;
-    Some(Baseline { median, sigma, end: idx[idx.len() - 1] + 1 })
+    Some(Baseline {
+        median,
+        sigma,
+        end: idx[idx.len() - 1] + 1,
+    })
 }
 
 /// Trailing rolling median over `w` points (NaN until half the window is present).
@@ -48,7 +56,16 @@ pub fn smooth(xs: &[f64], w: usize) -> Vec<f64> {
 
 /// Flags from a predicate on the present values (None where missing).
 pub fn flags(xs: &[f64], from: usize, pred: impl Fn(usize, f64) -> bool) -> Vec<Option<bool>> {
-    xs.iter().enumerate().map(|(i, &x)| if i < from || x.is_nan() { None } else { Some(pred(i, x)) }).collect()
+    xs.iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            if i < from || x.is_nan() {
+                None
+            } else {
+                Some(pred(i, x))
+            }
+        })
+        .collect()
 }
 
 /// The first episode where `k` of the last `n` *present* points are flagged: (first
@@ -57,7 +74,9 @@ pub fn flags(xs: &[f64], from: usize, pred: impl Fn(usize, f64) -> bool) -> Vec<
 pub fn sustained(flags: &[Option<bool>], k: usize, n: usize) -> Option<(usize, usize)> {
     let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i].is_some()).collect();
     let dense: Vec<Option<bool>> = at.iter().map(|&i| flags[i]).collect();
-    persistent(&dense, k, n, usize::MAX / 2).first().map(|e| (at[e.onset], at[e.trigger]))
+    persistent(&dense, k, n, usize::MAX / 2)
+        .first()
+        .map(|e| (at[e.onset], at[e.trigger]))
 }
 
 /// A two-level episode: the warn condition held for `k` of `n` points (or the critical one
@@ -76,14 +95,30 @@ pub struct Graded {
 impl Graded {
     /// Dates `f` from `at` to the episode's last point, with a confidence from `ratio` (≥ 1
     /// at the threshold) and how many of the episode's points agree.
-    pub fn date(&self, f: crate::finding::Finding, steps: &[i64], at: usize, ratio: f64) -> crate::finding::Finding {
-        f.at(steps, at, self.last).confidence(confidence(ratio, agreement(&self.flags, self.trigger, self.last)))
+    pub fn date(
+        &self,
+        f: crate::finding::Finding,
+        steps: &[i64],
+        at: usize,
+        ratio: f64,
+    ) -> crate::finding::Finding {
+        f.at(steps, at, self.last).confidence(confidence(
+            ratio,
+            agreement(&self.flags, self.trigger, self.last),
+        ))
     }
 }
 
 /// Grades `xs` from point `from` on: critical when `crit` holds `k` of `n` points, else
 /// warn when `warn` does. `crit` should imply `warn`.
-pub fn graded(xs: &[f64], from: usize, k: usize, n: usize, warn: impl Fn(usize, f64) -> bool, crit: impl Fn(usize, f64) -> bool) -> Option<Graded> {
+pub fn graded(
+    xs: &[f64],
+    from: usize,
+    k: usize,
+    n: usize,
+    warn: impl Fn(usize, f64) -> bool,
+    crit: impl Fn(usize, f64) -> bool,
+) -> Option<Graded> {
     use crate::finding::Severity;
     let mut w = flags(xs, from, &warn);
     let c = flags(xs, from, crit);
@@ -93,12 +128,25 @@ pub fn graded(xs: &[f64], from: usize, k: usize, n: usize, warn: impl Fn(usize, 
         None => (Severity::Warn, sustained(&w, k, n)?.1),
     };
     let last = last_flag(&w).unwrap_or(trigger);
-    Some(Graded { severity, trigger, last, flags: w })
+    Some(Graded {
+        severity,
+        trigger,
+        last,
+        flags: w,
+    })
 }
 
 /// `ln(max(x, floor))` with missing points kept missing (f64::max would turn NaN into the floor).
 pub fn ln_floor(xs: &[f64], floor: f64) -> Vec<f64> {
-    xs.iter().map(|&x| if x.is_nan() { f64::NAN } else { x.max(floor).ln() }).collect()
+    xs.iter()
+        .map(|&x| {
+            if x.is_nan() {
+                f64::NAN
+            } else {
+                x.max(floor).ln()
+            }
+        })
+        .collect()
 }
 
 /// Sets `into` wherever `from` is set (an either-of flag series).
@@ -124,14 +172,21 @@ pub fn last_flag(flags: &[Option<bool>]) -> Option<usize> {
 pub fn onset(xs: &[f64], lo: usize, trigger: usize) -> usize {
     let hi = (trigger + 1).min(xs.len());
     let lo = lo.min(hi);
-    let pts: Vec<(f64, f64)> = (lo..hi).filter(|&i| !xs[i].is_nan()).map(|i| (i as f64, xs[i])).collect();
+    let pts: Vec<(f64, f64)> = (lo..hi)
+        .filter(|&i| !xs[i].is_nan())
+        .map(|i| (i as f64, xs[i]))
+        .collect();
     if pts.len() < 8 {
         return lo.max(trigger.saturating_sub(pts.len()));
     }
     let (step_at, step_sse) = best_shift(&pts);
     let (hinge_at, hinge_sse) = best_hinge(&pts);
     // the hinge has one more parameter: prefer it only when it fits clearly better
-    let at = if hinge_sse < step_sse * 0.9 { hinge_at } else { step_at };
+    let at = if hinge_sse < step_sse * 0.9 {
+        hinge_at
+    } else {
+        step_at
+    };
     at.min(trigger)
 }
 
@@ -139,7 +194,10 @@ pub fn onset(xs: &[f64], lo: usize, trigger: usize) -> usize {
 /// changes of rate such as a rise that stops.
 pub fn slope_change(xs: &[f64], lo: usize, trigger: usize) -> usize {
     let hi = (trigger + 1).min(xs.len());
-    let pts: Vec<(f64, f64)> = (lo.min(hi)..hi).filter(|&i| !xs[i].is_nan()).map(|i| (i as f64, xs[i])).collect();
+    let pts: Vec<(f64, f64)> = (lo.min(hi)..hi)
+        .filter(|&i| !xs[i].is_nan())
+        .map(|i| (i as f64, xs[i]))
+        .collect();
     if pts.len() < 8 {
         return onset(xs, lo, trigger);
     }
@@ -149,7 +207,10 @@ pub fn slope_change(xs: &[f64], lo: usize, trigger: usize) -> usize {
 /// `onset` on a log scale: for multiplicative changes (decays toward zero, geometric
 /// growth), which look flat on a linear scale until late. Points ≤ 0 are missing.
 pub fn onset_log(xs: &[f64], lo: usize, trigger: usize) -> usize {
-    let logs: Vec<f64> = xs.iter().map(|&x| if x > 0.0 { x.ln() } else { f64::NAN }).collect();
+    let logs: Vec<f64> = xs
+        .iter()
+        .map(|&x| if x > 0.0 { x.ln() } else { f64::NAN })
+        .collect();
     onset(&logs, lo, trigger)
 }
 
@@ -213,7 +274,8 @@ fn best_hinge(pts: &[(f64, f64)]) -> (usize, f64) {
 
 fn solve3(m: [[f64; 3]; 3], r: [f64; 3]) -> Option<[f64; 3]> {
     let det = |a: [[f64; 3]; 3]| {
-        a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+        a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1])
+            - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
             + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
     };
     let d = det(m);
@@ -233,22 +295,37 @@ fn solve3(m: [[f64; 3]; 3], r: [f64; 3]) -> Option<[f64; 3]> {
 
 /// Least-squares slope per point over the present points of `w`, and its standard error.
 pub fn ols_slope(w: &[f64]) -> Option<(f64, f64)> {
-    let pts: Vec<(f64, f64)> = w.iter().enumerate().filter(|(_, y)| !y.is_nan()).map(|(i, &y)| (i as f64, y)).collect();
+    let pts: Vec<(f64, f64)> = w
+        .iter()
+        .enumerate()
+        .filter(|(_, y)| !y.is_nan())
+        .map(|(i, &y)| (i as f64, y))
+        .collect();
     let n = pts.len() as f64;
     if pts.len() < 10 {
         return None;
     }
-    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
     let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
     let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
-    let sse: f64 = pts.iter().map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2)).sum();
+    let sse: f64 = pts
+        .iter()
+        .map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2))
+        .sum();
     Some((slope, (sse / (n - 2.0) / sxx).sqrt().max(1e-12)))
 }
 
 /// Confidence from how far a statistic went past its threshold (`ratio` ≥ 1 at the
 /// threshold) and what share of the recent points agree (`agreement` in 0..1).
 pub fn confidence(ratio: f64, agreement: f64) -> f64 {
-    let margin = if ratio.is_finite() { (ratio.max(1.0)).ln() } else { 3.0 };
+    let margin = if ratio.is_finite() {
+        (ratio.max(1.0)).ln()
+    } else {
+        3.0
+    };
     let c = 0.55 + 0.3 * (1.0 - (-2.0 * margin).exp()) + 0.14 * agreement.clamp(0.0, 1.0);
     c.clamp(0.05, 0.99)
 }
@@ -260,7 +337,10 @@ pub fn agreement(flags: &[Option<bool>], from: usize, to: usize) -> f64 {
         return 0.0;
     }
     let known = flags[from..=to].iter().filter(|f| f.is_some()).count();
-    let set = flags[from..=to].iter().filter(|f| **f == Some(true)).count();
+    let set = flags[from..=to]
+        .iter()
+        .filter(|f| **f == Some(true))
+        .count();
     if known == 0 {
         0.0
     } else {
@@ -270,7 +350,11 @@ pub fn agreement(flags: &[Option<bool>], from: usize, to: usize) -> f64 {
 
 /// The last present value of `xs` at or before `i`.
 pub fn last_value(xs: &[f64], i: usize) -> f64 {
-    (0..=i.min(xs.len().saturating_sub(1))).rev().map(|j| xs[j]).find(|v| !v.is_nan()).unwrap_or(f64::NAN)
+    (0..=i.min(xs.len().saturating_sub(1)))
+        .rev()
+        .map(|j| xs[j])
+        .find(|v| !v.is_nan())
+        .unwrap_or(f64::NAN)
 }
 
 /// Whether every present value sits within `res` of the first (a constant series, e.g.
@@ -303,20 +387,27 @@ mod tests {
         let at = onset(&xs, 0, 110);
         assert!((58..=63).contains(&at), "drift onset {at}");
         // a jump at 40
-        let ys: Vec<f64> = (0..80).map(|i| if i < 40 { 0.0 } else { 5.0 } + 0.1 * ((i * 3 % 7) as f64 - 3.0)).collect();
+        let ys: Vec<f64> = (0..80)
+            .map(|i| if i < 40 { 0.0 } else { 5.0 } + 0.1 * ((i * 3 % 7) as f64 - 3.0))
+            .collect();
         assert_eq!(onset(&ys, 0, 70), 40);
     }
 
     #[test]
     fn sustained_skips_missing_points() {
         // flagged on every present point, missing every other row
-        let f: Vec<Option<bool>> = (0..12).map(|i| if i % 2 == 0 { Some(i >= 4) } else { None }).collect();
+        let f: Vec<Option<bool>> = (0..12)
+            .map(|i| if i % 2 == 0 { Some(i >= 4) } else { None })
+            .collect();
         assert_eq!(sustained(&f, 3, 3), Some((4, 8)));
     }
 
     #[test]
     fn sustained_needs_k_of_n() {
-        let f: Vec<Option<bool>> = [0, 1, 0, 0, 1, 1, 1, 0].iter().map(|&v| Some(v == 1)).collect();
+        let f: Vec<Option<bool>> = [0, 1, 0, 0, 1, 1, 1, 0]
+            .iter()
+            .map(|&v| Some(v == 1))
+            .collect();
         assert_eq!(sustained(&f, 3, 3), Some((4, 6)));
         assert_eq!(last_flag(&f), Some(6));
         assert!(sustained(&f, 4, 4).is_none());

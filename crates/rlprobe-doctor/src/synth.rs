@@ -65,7 +65,11 @@ impl Shape {
             algo,
             points: [400, 600, 800][(i / 3 % 3) as usize],
             log_every: if i % 4 == 1 { 10 } else { 1 },
-            noise: if i % 5 == 3 { 1.8 } else { 1.0 + 0.3 * rng.uniform() },
+            noise: if i % 5 == 3 {
+                1.8
+            } else {
+                1.0 + 0.3 * rng.uniform()
+            },
             warmup: if i.is_multiple_of(2) { 20 } else { 0 },
             eval_every: if i.is_multiple_of(3) { 50 } else { 0 },
             one_update: algo == Algo::Grpo && i % 7 == 4,
@@ -87,7 +91,8 @@ impl Builder {
         let pos = match self.cols.iter().position(|(n, _)| n == name) {
             Some(p) => p,
             None => {
-                self.cols.push((name.to_string(), vec![f64::NAN; self.shape.points]));
+                self.cols
+                    .push((name.to_string(), vec![f64::NAN; self.shape.points]));
                 self.cols.len() - 1
             }
         };
@@ -109,10 +114,17 @@ impl Builder {
     }
 
     pub fn build(self) -> RunInput {
-        let steps: Vec<i64> = (0..self.shape.points as i64).map(|i| i * self.shape.log_every).collect();
+        let steps: Vec<i64> = (0..self.shape.points as i64)
+            .map(|i| i * self.shape.log_every)
+            .collect();
         let mut run = RunInput::new(steps);
         for (name, values) in self.cols {
-            let nonfinite: Vec<usize> = self.nonfinite.iter().filter(|(n, _)| *n == name).map(|(_, i)| *i).collect();
+            let nonfinite: Vec<usize> = self
+                .nonfinite
+                .iter()
+                .filter(|(n, _)| *n == name)
+                .map(|(_, i)| *i)
+                .collect();
             let mut c = Column { values, nonfinite };
             for &i in &c.nonfinite {
                 c.values[i] = f64::NAN;
@@ -128,12 +140,21 @@ impl Builder {
 pub fn healthy(shape: Shape, rng: &mut Rng) -> Builder {
     let n = shape.points;
     let nz = shape.noise;
-    let mut b = Builder { shape, cols: Vec::new(), nonfinite: Vec::new(), samples: None };
+    let mut b = Builder {
+        shape,
+        cols: Vec::new(),
+        nonfinite: Vec::new(),
+        samples: None,
+    };
     let r0 = 0.2 + 0.15 * rng.uniform();
     let gain = 0.25 + 0.1 * rng.uniform();
     let tau = n as f64 / 4.0;
     let peak_lr = 1e-6 * (1.0 + rng.uniform());
-    let h0 = if shape.algo == Algo::Ppo { 1.2 } else { 0.6 + 0.4 * rng.uniform() };
+    let h0 = if shape.algo == Algo::Ppo {
+        1.2
+    } else {
+        0.6 + 0.4 * rng.uniform()
+    };
     let g0 = 0.2 + 0.6 * rng.uniform();
     let len0 = 180.0 + 150.0 * rng.uniform();
     let t0 = 20.0 + 20.0 * rng.uniform();
@@ -151,13 +172,15 @@ pub fn healthy(shape: Shape, rng: &mut Rng) -> Builder {
         let reward_std = (0.3 - 0.05 * u) * (1.0 + 0.05 * nz * rng.normal());
         let zvf = (0.15 + 0.1 * u + 0.04 * nz * rng.normal()).clamp(0.0, 1.0);
         let kl = (0.002 + 0.04 * u.sqrt()) * (0.1 * nz * rng.normal()).exp();
-        let entropy = h0 * (0.6 + 0.4 * (-t / (n as f64 / 3.0)).exp()) * (1.0 + 0.03 * nz * rng.normal());
+        let entropy =
+            h0 * (0.6 + 0.4 * (-t / (n as f64 / 3.0)).exp()) * (1.0 + 0.03 * nz * rng.normal());
         let spike = if rng.uniform() < 0.005 { 3.0 } else { 1.0 };
         let grad = g0 * (1.0 + 0.3 * u) * (0.25 * rng.normal()).exp() * spike;
         let len = len0 * (1.0 + 0.6 * u) * (1.0 + 0.05 * nz * rng.normal());
         let trunc = (0.02 + 0.02 * u + 0.01 * nz * rng.normal()).max(0.0);
         let eval = shape.eval_every > 0 && i % shape.eval_every == shape.eval_every - 1;
-        let step_time = 30.0 * (1.0 + 0.1 * u) * (0.05 * rng.normal()).exp() * if eval { 1.8 } else { 1.0 };
+        let step_time =
+            30.0 * (1.0 + 0.1 * u) * (0.05 * rng.normal()).exp() * if eval { 1.8 } else { 1.0 };
         let format = 0.15 + 0.05 * u + 0.01 * nz * rng.normal();
         b.col("lr")[i] = lr;
         b.col("reward_mean")[i] = reward;
@@ -175,9 +198,14 @@ pub fn healthy(shape: Shape, rng: &mut Rng) -> Builder {
         b.col("repetition_rate")[i] = (0.02 + 0.005 * nz * rng.normal()).max(0.0);
         b.col("step_time_s")[i] = step_time;
         b.col("nan_count")[i] = 0.0;
-        b.col("extra.training/rollout_probs_diff_mean")[i] = 0.004 * (0.1 * nz * rng.normal()).exp();
+        b.col("extra.training/rollout_probs_diff_mean")[i] =
+            0.004 * (0.1 * nz * rng.normal()).exp();
         if i % 10 == 9 {
-            b.col("extra.val/accuracy")[i] = r0 + 0.1 + 0.8 * gain * (1.0 - (-t / tau).exp()) + 0.05 * u + 0.015 * nz * rng.normal();
+            b.col("extra.val/accuracy")[i] = r0
+                + 0.1
+                + 0.8 * gain * (1.0 - (-t / tau).exp())
+                + 0.05 * u
+                + 0.015 * nz * rng.normal();
         }
         match shape.algo {
             Algo::Grpo => {
@@ -187,7 +215,11 @@ pub fn healthy(shape: Shape, rng: &mut Rng) -> Builder {
                 let (clip, ratio, p95) = if shape.one_update {
                     (0.0, 1.0, 1.0)
                 } else {
-                    ((0.08 + 0.02 * nz * rng.normal()).max(0.0), 1.0 + 0.005 * rng.normal(), 1.15 + 0.02 * nz * rng.normal())
+                    (
+                        (0.08 + 0.02 * nz * rng.normal()).max(0.0),
+                        1.0 + 0.005 * rng.normal(),
+                        1.15 + 0.02 * nz * rng.normal(),
+                    )
                 };
                 b.col("clip_fraction")[i] = clip;
                 b.col("ratio_mean")[i] = ratio;
@@ -198,8 +230,10 @@ pub fn healthy(shape: Shape, rng: &mut Rng) -> Builder {
                 b.col("clip_fraction")[i] = (0.12 + 0.02 * nz * rng.normal()).max(0.0);
                 b.col("ratio_mean")[i] = 1.0 + 0.005 * rng.normal();
                 b.col("ratio_p95")[i] = 1.2 + 0.03 * nz * rng.normal();
-                b.col("value_loss")[i] = (1.0 * (-t / (n as f64 / 5.0)).exp() + 0.2) * (0.1 * nz * rng.normal()).exp();
-                b.col("value_explained_variance")[i] = (-0.5 + 1.2 * (1.0 - (-t / t0).exp())).min(0.75) + 0.05 * nz * rng.normal();
+                b.col("value_loss")[i] =
+                    (1.0 * (-t / (n as f64 / 5.0)).exp() + 0.2) * (0.1 * nz * rng.normal()).exp();
+                b.col("value_explained_variance")[i] =
+                    (-0.5 + 1.2 * (1.0 - (-t / t0).exp())).min(0.75) + 0.05 * nz * rng.normal();
             }
         }
         if shape.samples {
@@ -298,33 +332,52 @@ pub fn inject(b: &mut Builder, code: &str, variant: &str, t0: usize, rng: &mut R
         ("GRAD_EXPLOSION", _) => b.from("grad_norm", t0, |v, d| v * (0.12 * d).exp().min(100.0)),
         ("GRAD_VANISHING", _) => b.from("grad_norm", t0, |v, d| v * (-0.25 * d).exp().max(1e-4)),
         ("KL_BLOWUP", _) => b.from("kl_mean", t0, |v, d| v * (0.06 * d).exp().min(500.0)),
-        ("ENTROPY_COLLAPSE", _) => b.from("entropy_mean", t0, |v, d| v * (0.03 + 0.97 * (-d / 12.0).exp())),
-        ("ENTROPY_EXPLOSION", _) => b.from("entropy_mean", t0, |v, d| v * (1.0 + 3.0 * (1.0 - (-d / 15.0).exp()))),
+        ("ENTROPY_COLLAPSE", _) => b.from("entropy_mean", t0, |v, d| {
+            v * (0.03 + 0.97 * (-d / 12.0).exp())
+        }),
+        ("ENTROPY_EXPLOSION", _) => b.from("entropy_mean", t0, |v, d| {
+            v * (1.0 + 3.0 * (1.0 - (-d / 15.0).exp()))
+        }),
         ("ZERO_VARIANCE_GROUPS", _) => {
             b.from("zero_variance_group_frac", t0, approach(0.97, 10.0));
             b.from("adv_zero_frac", t0, approach(0.97, 10.0));
             b.from("adv_std", t0, |v, d| v * (0.15 + 0.85 * (-d / 10.0).exp()));
         }
-        ("ADVANTAGE_COLLAPSE", _) => b.from("adv_std", t0, |v, d| v * (0.02 + 0.98 * (-d / 10.0).exp())),
+        ("ADVANTAGE_COLLAPSE", _) => {
+            b.from("adv_std", t0, |v, d| v * (0.02 + 0.98 * (-d / 10.0).exp()))
+        }
         ("CLIP_FRACTION_HIGH", _) => b.from("clip_fraction", t0, approach(0.55, 8.0)),
         ("RATIO_EXPLOSION", _) => {
             b.from("ratio_p95", t0, approach(4.0, 8.0));
             b.from("ratio_mean", t0, approach(1.4, 8.0));
         }
         ("VALUE_FUNCTION_FAILURE", _) => {
-            b.from("value_explained_variance", t0, |v, d| v - 1.5 * (1.0 - (-d / 10.0).exp()));
-            b.from("value_loss", t0, |v, d| v * (1.0 + 10.0 * (1.0 - (-d / 10.0).exp())));
+            b.from("value_explained_variance", t0, |v, d| {
+                v - 1.5 * (1.0 - (-d / 10.0).exp())
+            });
+            b.from("value_loss", t0, |v, d| {
+                v * (1.0 + 10.0 * (1.0 - (-d / 10.0).exp()))
+            });
         }
         ("LR_ANOMALY", "zero mid-schedule") => b.from("lr", t0, |_, _| 0.0),
         ("LR_ANOMALY", _) => {
-            let peak = b.col("lr").iter().copied().filter(|v| !v.is_nan()).fold(0.0, f64::max);
+            let peak = b
+                .col("lr")
+                .iter()
+                .copied()
+                .filter(|v| !v.is_nan())
+                .fold(0.0, f64::max);
             let rest = (n - t0) as f64;
-            b.from("lr", t0, move |_, d| peak * (0.1 + 0.45 * (1.0 + (std::f64::consts::PI * d / rest).cos())));
+            b.from("lr", t0, move |_, d| {
+                peak * (0.1 + 0.45 * (1.0 + (std::f64::consts::PI * d / rest).cos()))
+            });
         }
         ("REWARD_STALL", _) => {
             let r = b.col("reward_mean");
             let level = (t0.saturating_sub(5)..t0).map(|i| r[i]).sum::<f64>() / 5.0;
-            let noise: Vec<f64> = (0..n).map(|_| 0.03 * b.shape.noise * rng.normal()).collect();
+            let noise: Vec<f64> = (0..n)
+                .map(|_| 0.03 * b.shape.noise * rng.normal())
+                .collect();
             let r = b.col("reward_mean");
             for i in t0..n {
                 r[i] = level + noise[i];
@@ -332,14 +385,18 @@ pub fn inject(b: &mut Builder, code: &str, variant: &str, t0: usize, rng: &mut R
         }
         ("REWARD_SATURATION", _) => {
             b.from("reward_mean", t0, approach(0.99, 10.0));
-            b.from("reward_std", t0, |v, d| v * (0.02 + 0.98 * (-d / 10.0).exp()));
+            b.from("reward_std", t0, |v, d| {
+                v * (0.02 + 0.98 * (-d / 10.0).exp())
+            });
             b.from("zero_variance_group_frac", t0, approach(0.98, 10.0));
             b.from("adv_zero_frac", t0, approach(0.98, 10.0));
             b.from("adv_std", t0, |v, d| v * (0.1 + 0.9 * (-d / 10.0).exp()));
         }
         ("REWARD_COLLAPSE", _) => {
             b.from("reward_mean", t0, |v, d| v * (0.3 + 0.7 * (-d / 5.0).exp()));
-            b.from("reward_component.correctness", t0, |v, d| v * (0.2 + 0.8 * (-d / 5.0).exp()));
+            b.from("reward_component.correctness", t0, |v, d| {
+                v * (0.2 + 0.8 * (-d / 5.0).exp())
+            });
         }
         ("REWARD_HACKING", "held-out falls") => {
             b.from("extra.val/accuracy", t0, |v, d| v - 0.004 * d);
@@ -347,8 +404,12 @@ pub fn inject(b: &mut Builder, code: &str, variant: &str, t0: usize, rng: &mut R
         }
         ("REWARD_HACKING", _) => {
             // reward now follows length within each step, and the mean climbs with it
-            b.from("reward_mean", t0, |v, d| v + 0.1 * (1.0 - (-d / 30.0).exp()));
-            b.from("completion_len_mean", t0, |v, d| v * (1.0 + 0.3 * (1.0 - (-d / 30.0).exp())));
+            b.from("reward_mean", t0, |v, d| {
+                v + 0.1 * (1.0 - (-d / 30.0).exp())
+            });
+            b.from("completion_len_mean", t0, |v, d| {
+                v * (1.0 + 0.3 * (1.0 - (-d / 30.0).exp()))
+            });
             let step0 = t0 as i64 * b.shape.log_every;
             if let Some(s) = b.samples.as_mut() {
                 for k in 0..s.len() {
@@ -359,7 +420,9 @@ pub fn inject(b: &mut Builder, code: &str, variant: &str, t0: usize, rng: &mut R
                 }
             }
         }
-        ("LENGTH_EXPLOITATION", _) => b.from("completion_len_mean", t0, |v, d| v * (0.02 * d).exp().min(4.0)),
+        ("LENGTH_EXPLOITATION", _) => b.from("completion_len_mean", t0, |v, d| {
+            v * (0.02 * d).exp().min(4.0)
+        }),
         ("TRUNCATION_COLLAPSE", _) => {
             b.from("truncation_rate", t0, approach(0.97, 10.0));
             b.from("completion_len_mean", t0, approach(1000.0, 10.0));
@@ -378,14 +441,26 @@ pub fn inject(b: &mut Builder, code: &str, variant: &str, t0: usize, rng: &mut R
             b.from("repetition_rate", t0, approach(0.72, 12.0));
             b.from("truncation_rate", t0, approach(0.3, 12.0));
         }
-        ("REWARD_COMPONENT_DOMINANCE", "dead component") => b.from("reward_component.format", t0, |_, _| 0.0),
-        ("REWARD_COMPONENT_DOMINANCE", _) => {
-            b.from("reward_component.format", t0, |v, d| v + 0.5 * (1.0 - (-d / 30.0).exp()));
-            b.from("reward_component.correctness", t0, |v, d| v - 0.3 * (1.0 - (-d / 30.0).exp()));
-            b.from("reward_mean", t0, |v, d| v + 0.2 * (1.0 - (-d / 30.0).exp()));
+        ("REWARD_COMPONENT_DOMINANCE", "dead component") => {
+            b.from("reward_component.format", t0, |_, _| 0.0)
         }
-        ("THROUGHPUT_REGRESSION", _) => b.from("step_time_s", t0, |v, d| v * (1.0 + 1.5 * (1.0 - (-d / 20.0).exp()))),
-        ("LOGPROB_MISMATCH", _) => b.from("extra.training/rollout_probs_diff_mean", t0, |v, d| v * (1.0 + 15.0 * (1.0 - (-d / 5.0).exp()))),
+        ("REWARD_COMPONENT_DOMINANCE", _) => {
+            b.from("reward_component.format", t0, |v, d| {
+                v + 0.5 * (1.0 - (-d / 30.0).exp())
+            });
+            b.from("reward_component.correctness", t0, |v, d| {
+                v - 0.3 * (1.0 - (-d / 30.0).exp())
+            });
+            b.from("reward_mean", t0, |v, d| {
+                v + 0.2 * (1.0 - (-d / 30.0).exp())
+            });
+        }
+        ("THROUGHPUT_REGRESSION", _) => b.from("step_time_s", t0, |v, d| {
+            v * (1.0 + 1.5 * (1.0 - (-d / 20.0).exp()))
+        }),
+        ("LOGPROB_MISMATCH", _) => b.from("extra.training/rollout_probs_diff_mean", t0, |v, d| {
+            v * (1.0 + 15.0 * (1.0 - (-d / 5.0).exp()))
+        }),
         _ => panic!("no injection for {code} / {variant}"),
     }
 }

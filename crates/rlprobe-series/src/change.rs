@@ -45,11 +45,19 @@ pub fn cusum(xs: &[f64], target: f64, sigma: f64, k: f64, h: f64) -> Vec<CusumAl
         up_armed |= up == 0.0;
         down_armed |= down == 0.0;
         if up > h && up_armed {
-            alarms.push(CusumAlarm { index: i, onset: up_start, direction: Direction::Up });
+            alarms.push(CusumAlarm {
+                index: i,
+                onset: up_start,
+                direction: Direction::Up,
+            });
             up_armed = false;
         }
         if down > h && down_armed {
-            alarms.push(CusumAlarm { index: i, onset: down_start, direction: Direction::Down });
+            alarms.push(CusumAlarm {
+                index: i,
+                onset: down_start,
+                direction: Direction::Down,
+            });
             down_armed = false;
         }
     }
@@ -69,7 +77,10 @@ pub struct Split {
 /// The single mean-shift split of `xs[lo..hi]` (positions) that most reduces the sum of
 /// squared errors, each side holding at least `min_segment` present points. O(n).
 pub fn best_split(xs: &[f64], lo: usize, hi: usize, min_segment: usize) -> Option<Split> {
-    let pts: Vec<(usize, f64)> = (lo..hi.min(xs.len())).filter(|&i| !xs[i].is_nan()).map(|i| (i, xs[i])).collect();
+    let pts: Vec<(usize, f64)> = (lo..hi.min(xs.len()))
+        .filter(|&i| !xs[i].is_nan())
+        .map(|i| (i, xs[i]))
+        .collect();
     let n = pts.len();
     let m = min_segment.max(1);
     if n < 2 * m {
@@ -92,7 +103,12 @@ pub fn best_split(xs: &[f64], lo: usize, hi: usize, min_segment: usize) -> Optio
         let sse = (left_sq - left * left / nl) + (right_sq - right * right / nr);
         let gain = sse_all - sse;
         if best.is_none_or(|b| gain > b.gain) {
-            best = Some(Split { index: pts[c + 1].0, gain, mean_before: left / nl, mean_after: right / nr });
+            best = Some(Split {
+                index: pts[c + 1].0,
+                gain,
+                mean_before: left / nl,
+                mean_after: right / nr,
+            });
         }
     }
     best
@@ -123,7 +139,8 @@ pub fn bic_penalty(xs: &[f64]) -> f64 {
         return f64::INFINITY;
     }
     let diffs: Vec<f64> = v.windows(2).map(|w| w[1] - w[0]).collect();
-    let sigma = crate::robust::mad(&diffs).map_or(0.0, |(_, m)| m * crate::robust::MAD_TO_SIGMA) / std::f64::consts::SQRT_2;
+    let sigma = crate::robust::mad(&diffs).map_or(0.0, |(_, m)| m * crate::robust::MAD_TO_SIGMA)
+        / std::f64::consts::SQRT_2;
     2.0 * sigma * sigma * (v.len() as f64).ln()
 }
 
@@ -133,7 +150,9 @@ mod tests {
 
     /// Deterministic noise, uniform in [-0.5, 0.5) (a SplitMix64 hash of the position).
     fn noise(i: usize) -> f64 {
-        let mut z = (i as u64).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut z = (i as u64)
+            .wrapping_add(1)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
@@ -142,23 +161,41 @@ mod tests {
 
     #[test]
     fn cusum_catches_a_one_sigma_shift_and_dates_it() {
-        let xs: Vec<f64> = (0..400).map(|i| noise(i) * 0.6 + if i >= 250 { 0.6 } else { 0.0 }).collect();
+        let xs: Vec<f64> = (0..400)
+            .map(|i| noise(i) * 0.6 + if i >= 250 { 0.6 } else { 0.0 })
+            .collect();
         // σ of uniform(-0.3, 0.3) ≈ 0.173; the shift is about 3.5σ
         let alarms = cusum(&xs, 0.0, 0.173, 0.5, 5.0);
-        assert_eq!(alarms.len(), 1, "one alarm for one sustained shift: {alarms:?}");
+        assert_eq!(
+            alarms.len(),
+            1,
+            "one alarm for one sustained shift: {alarms:?}"
+        );
         let a = alarms[0];
         assert_eq!(a.direction, Direction::Up);
         assert!((250..260).contains(&a.index), "{a:?}");
         assert!((245..=252).contains(&a.onset), "{a:?}");
         let down: Vec<f64> = xs.iter().map(|x| -x).collect();
-        assert_eq!(cusum(&down, 0.0, 0.173, 0.5, 5.0)[0].direction, Direction::Down);
+        assert_eq!(
+            cusum(&down, 0.0, 0.173, 0.5, 5.0)[0].direction,
+            Direction::Down
+        );
         assert!(cusum(&xs, 0.0, 0.0, 0.5, 5.0).is_empty());
     }
 
     #[test]
     fn change_points_find_the_shifts_and_nothing_in_noise() {
         let xs: Vec<f64> = (0..600)
-            .map(|i| noise(i) + if i >= 400 { -3.0 } else if i >= 150 { 2.0 } else { 0.0 })
+            .map(|i| {
+                noise(i)
+                    + if i >= 400 {
+                        -3.0
+                    } else if i >= 150 {
+                        2.0
+                    } else {
+                        0.0
+                    }
+            })
             .collect();
         let cps = change_points(&xs, 10, bic_penalty(&xs));
         let at: Vec<usize> = cps.iter().map(|s| s.index).collect();
@@ -170,7 +207,13 @@ mod tests {
         for i in (0..600).step_by(7) {
             gappy[i] = f64::NAN;
         }
-        let at: Vec<usize> = change_points(&gappy, 10, bic_penalty(&gappy)).iter().map(|s| s.index).collect();
-        assert!(at.len() == 2 && at[0].abs_diff(150) <= 1 && at[1].abs_diff(400) <= 1, "{at:?}");
+        let at: Vec<usize> = change_points(&gappy, 10, bic_penalty(&gappy))
+            .iter()
+            .map(|s| s.index)
+            .collect();
+        assert!(
+            at.len() == 2 && at[0].abs_diff(150) <= 1 && at[1].abs_diff(400) <= 1,
+            "{at:?}"
+        );
     }
 }

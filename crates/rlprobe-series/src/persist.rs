@@ -40,23 +40,47 @@ mod tests {
     use super::*;
 
     fn f(s: &str) -> Vec<Option<bool>> {
-        s.chars().map(|c| match c {
-            '1' => Some(true),
-            '0' => Some(false),
-            _ => None,
-        }).collect()
+        s.chars()
+            .map(|c| match c {
+                '1' => Some(true),
+                '0' => Some(false),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
     fn k_of_n_with_onset_and_cooldown() {
         // a lone flag never counts; three of five does, dated at its first flag
         let eps = persistent(&f("0100000110100000"), 3, 5, 100);
-        assert_eq!(eps, vec![Episode { onset: 7, trigger: 10 }]);
+        assert_eq!(
+            eps,
+            vec![Episode {
+                onset: 7,
+                trigger: 10
+            }]
+        );
         // the cooldown suppresses re-reporting, then a later episode is reported again
         let eps = persistent(&f("1110000000111"), 3, 3, 5);
-        assert_eq!(eps, vec![Episode { onset: 0, trigger: 2 }, Episode { onset: 10, trigger: 12 }]);
+        assert_eq!(
+            eps,
+            vec![
+                Episode {
+                    onset: 0,
+                    trigger: 2
+                },
+                Episode {
+                    onset: 10,
+                    trigger: 12
+                }
+            ]
+        );
         let eps = persistent(&f("111111"), 3, 3, 0);
-        assert_eq!(eps.len(), 4, "no cooldown: every point that still meets k of n");
+        assert_eq!(
+            eps.len(),
+            4,
+            "no cooldown: every point that still meets k of n"
+        );
         // unknown points take a place in the window but never count
         assert!(persistent(&f("1-1-1-"), 3, 3, 0).is_empty());
         assert!(persistent(&[], 1, 1, 0).is_empty());

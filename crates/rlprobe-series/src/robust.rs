@@ -54,7 +54,11 @@ pub struct ZOptions {
 
 impl Default for ZOptions {
     fn default() -> Self {
-        ZOptions { window: 50, min_points: 10, log_scale: false }
+        ZOptions {
+            window: 50,
+            min_points: 10,
+            log_scale: false,
+        }
     }
 }
 
@@ -69,10 +73,19 @@ impl Default for ZOptions {
 pub fn causal_robust_z(xs: &[f64], o: ZOptions) -> Vec<f64> {
     let mut out = vec![f64::NAN; xs.len()];
     // the trailing window of present values: oldest first, and sorted
-    let mut fifo: std::collections::VecDeque<f64> = std::collections::VecDeque::with_capacity(o.window + 1);
+    let mut fifo: std::collections::VecDeque<f64> =
+        std::collections::VecDeque::with_capacity(o.window + 1);
     let mut sorted: Vec<f64> = Vec::with_capacity(o.window + 1);
     for (i, &raw) in xs.iter().enumerate() {
-        let x = if o.log_scale { if raw > 0.0 { raw.ln() } else { f64::NAN } } else { raw };
+        let x = if o.log_scale {
+            if raw > 0.0 {
+                raw.ln()
+            } else {
+                f64::NAN
+            }
+        } else {
+            raw
+        };
         if x.is_nan() {
             continue;
         }
@@ -107,15 +120,27 @@ pub fn causal_robust_z(xs: &[f64], o: ZOptions) -> Vec<f64> {
 fn sorted_median_mad(v: &[f64]) -> (f64, f64) {
     let n = v.len();
     let mid = n / 2;
-    let med = if n % 2 == 1 { v[mid] } else { v[mid - 1] + (v[mid] - v[mid - 1]) / 2.0 };
+    let med = if n % 2 == 1 {
+        v[mid]
+    } else {
+        v[mid - 1] + (v[mid] - v[mid - 1]) / 2.0
+    };
     // deviations grow walking down from the last value ≤ med and up from the first > med:
     // take the mid + 1 smallest, keeping the last two
     let split = v.partition_point(|&x| x <= med);
     let (mut lo, mut hi) = (split, split);
     let (mut prev, mut cur) = (0.0, 0.0);
     for _ in 0..=mid {
-        let down = if lo > 0 { (v[lo - 1] - med).abs() } else { f64::INFINITY };
-        let up = if hi < n { (v[hi] - med).abs() } else { f64::INFINITY };
+        let down = if lo > 0 {
+            (v[lo - 1] - med).abs()
+        } else {
+            f64::INFINITY
+        };
+        let up = if hi < n {
+            (v[hi] - med).abs()
+        } else {
+            f64::INFINITY
+        };
         prev = cur;
         if down <= up {
             cur = down;
@@ -125,7 +150,11 @@ fn sorted_median_mad(v: &[f64]) -> (f64, f64) {
             hi += 1;
         }
     }
-    let mad = if n % 2 == 1 { cur } else { prev + (cur - prev) / 2.0 };
+    let mad = if n % 2 == 1 {
+        cur
+    } else {
+        prev + (cur - prev) / 2.0
+    };
     (med, mad)
 }
 
@@ -135,7 +164,20 @@ mod tests {
 
     /// The straightforward version: copy the window, select the median, then the MAD.
     fn reference_z(xs: &[f64], o: ZOptions) -> Vec<f64> {
-        let vals: Vec<f64> = xs.iter().map(|&x| if o.log_scale { if x > 0.0 { x.ln() } else { f64::NAN } } else { x }).collect();
+        let vals: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                if o.log_scale {
+                    if x > 0.0 {
+                        x.ln()
+                    } else {
+                        f64::NAN
+                    }
+                } else {
+                    x
+                }
+            })
+            .collect();
         let mut out = vec![f64::NAN; xs.len()];
         let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
         for (i, &x) in vals.iter().enumerate() {
@@ -146,8 +188,18 @@ mod tests {
                 let spread = median_in_place(&mut d).unwrap() * MAD_TO_SIGMA;
                 let mut sorted_d = d.clone();
                 sorted_d.sort_by(f64::total_cmp);
-                let scale = if spread > 0.0 { spread } else { sorted_d.iter().sum::<f64>() / d.len() as f64 * 1.2533 };
-                out[i] = if scale > 0.0 { (x - med) / scale } else if x == med { 0.0 } else { f64::INFINITY.copysign(x - med) };
+                let scale = if spread > 0.0 {
+                    spread
+                } else {
+                    sorted_d.iter().sum::<f64>() / d.len() as f64 * 1.2533
+                };
+                out[i] = if scale > 0.0 {
+                    (x - med) / scale
+                } else if x == med {
+                    0.0
+                } else {
+                    f64::INFINITY.copysign(x - med)
+                };
             }
             if !x.is_nan() {
                 window.push_back(x);
@@ -189,10 +241,17 @@ mod tests {
                 .collect();
             for (window, min_points) in [(50, 20), (7, 3), (8, 1), (1, 1)] {
                 for log_scale in [false, true] {
-                    let o = ZOptions { window, min_points, log_scale };
+                    let o = ZOptions {
+                        window,
+                        min_points,
+                        log_scale,
+                    };
                     let (got, want) = (causal_robust_z(&xs, o), reference_z(&xs, o));
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                        assert!(g.to_bits() == w.to_bits() || (g - w).abs() <= 1e-12 * w.abs(), "case {case} {o:?} point {i}: {g} vs {w}");
+                        assert!(
+                            g.to_bits() == w.to_bits() || (g - w).abs() <= 1e-12 * w.abs(),
+                            "case {case} {o:?} point {i}: {g} vs {w}"
+                        );
                     }
                 }
             }
@@ -210,10 +269,15 @@ mod tests {
 
     #[test]
     fn a_spike_scores_high_and_does_not_hide_itself() {
-        let mut xs: Vec<f64> = (0..100).map(|i| 1.0 + 0.01 * ((i * 7919) % 13) as f64).collect();
+        let mut xs: Vec<f64> = (0..100)
+            .map(|i| 1.0 + 0.01 * ((i * 7919) % 13) as f64)
+            .collect();
         xs[80] = 5.0;
         let z = causal_robust_z(&xs, ZOptions::default());
-        assert!(z[..10].iter().all(|v| v.is_nan()), "too short a window: no score");
+        assert!(
+            z[..10].iter().all(|v| v.is_nan()),
+            "too short a window: no score"
+        );
         assert!(z[80] > 50.0, "{}", z[80]);
         let calm = z[10..80].iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!(calm < 4.0, "{calm}");
@@ -226,21 +290,40 @@ mod tests {
         let mut xs = vec![2.0; 40];
         xs[20] = f64::NAN;
         xs[30] = 3.0;
-        let z = causal_robust_z(&xs, ZOptions { window: 20, min_points: 5, log_scale: false });
+        let z = causal_robust_z(
+            &xs,
+            ZOptions {
+                window: 20,
+                min_points: 5,
+                log_scale: false,
+            },
+        );
         assert!(z[20].is_nan());
         assert_eq!(z[21], 0.0, "a flat window scores an equal point 0");
-        assert_eq!(z[30], f64::INFINITY, "and any other point as infinitely far");
+        assert_eq!(
+            z[30],
+            f64::INFINITY,
+            "and any other point as infinitely far"
+        );
     }
 
     #[test]
     fn log_scale_treats_a_doubling_alike_at_every_level() {
         let base = |level: f64| -> Vec<f64> {
-            let mut v: Vec<f64> = (0..60).map(|i| level * (1.0 + 0.05 * ((i % 5) as f64 - 2.0))).collect();
+            let mut v: Vec<f64> = (0..60)
+                .map(|i| level * (1.0 + 0.05 * ((i % 5) as f64 - 2.0)))
+                .collect();
             v[59] = level * 2.0;
             v
         };
-        let o = ZOptions { log_scale: true, ..ZOptions::default() };
-        let (a, b) = (causal_robust_z(&base(0.01), o)[59], causal_robust_z(&base(100.0), o)[59]);
+        let o = ZOptions {
+            log_scale: true,
+            ..ZOptions::default()
+        };
+        let (a, b) = (
+            causal_robust_z(&base(0.01), o)[59],
+            causal_robust_z(&base(100.0), o)[59],
+        );
         assert!((a - b).abs() < 1e-9, "{a} vs {b}");
         assert!(causal_robust_z(&[0.0, -1.0], o).iter().all(|z| z.is_nan()));
     }

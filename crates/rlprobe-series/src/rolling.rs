@@ -70,7 +70,13 @@ mod tests {
     #[test]
     fn rolling_matches_a_naive_window_with_missing_points_and_ties() {
         let xs: Vec<f64> = (0..300)
-            .map(|i| if i % 17 == 5 { f64::NAN } else { ((i * 7919) % 23) as f64 / 3.0 })
+            .map(|i| {
+                if i % 17 == 5 {
+                    f64::NAN
+                } else {
+                    ((i * 7919) % 23) as f64 / 3.0
+                }
+            })
             .collect();
         for &(w, q) in &[(1, 0.5), (7, 0.5), (20, 0.9), (50, 0.1)] {
             let got = rolling_quantile(&xs, w, q, 1);
@@ -78,7 +84,10 @@ mod tests {
                 if xs[i].is_nan() {
                     assert!(got[i].is_nan());
                 } else {
-                    assert!((got[i] - naive(&xs, w, q, i)).abs() < 1e-12, "w={w} q={q} i={i}");
+                    assert!(
+                        (got[i] - naive(&xs, w, q, i)).abs() < 1e-12,
+                        "w={w} q={q} i={i}"
+                    );
                 }
             }
         }

@@ -6,7 +6,12 @@
 /// Theil–Sen slope per point of the present values (None with fewer than 2).
 /// O(n²) pairs: meant for windows of up to a few hundred points.
 pub fn theil_sen(xs: &[f64]) -> Option<f64> {
-    let pts: Vec<(f64, f64)> = xs.iter().enumerate().filter(|(_, y)| !y.is_nan()).map(|(i, &y)| (i as f64, y)).collect();
+    let pts: Vec<(f64, f64)> = xs
+        .iter()
+        .enumerate()
+        .filter(|(_, y)| !y.is_nan())
+        .map(|(i, &y)| (i as f64, y))
+        .collect();
     let mut slopes = Vec::with_capacity(pts.len() * pts.len().saturating_sub(1) / 2);
     for a in 0..pts.len() {
         for b in a + 1..pts.len() {
@@ -69,7 +74,13 @@ pub fn mann_kendall(xs: &[f64]) -> Option<MannKendall> {
         0.0
     };
     let p = erfc(z.abs() / std::f64::consts::SQRT_2);
-    Some(MannKendall { s, var_s, z, p, tau: s / (nf * (nf - 1.0) / 2.0) })
+    Some(MannKendall {
+        s,
+        var_s,
+        z,
+        p,
+        tau: s / (nf * (nf - 1.0) / 2.0),
+    })
 }
 
 /// Complementary error function (W. J. Cody's rational approximations via the
@@ -77,15 +88,22 @@ pub fn mann_kendall(xs: &[f64]) -> Option<MannKendall> {
 pub fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t * (-z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-        .exp();
-    if x >= 0.0 { r } else { 2.0 - r }
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
 }
 
 #[cfg(test)]
@@ -120,7 +138,13 @@ mod tests {
 
     #[test]
     fn erfc_matches_known_values() {
-        for (x, want) in [(0.0, 1.0), (0.5, 0.479_500_122), (1.0, 0.157_299_207), (2.0, 0.004_677_735), (-1.0, 1.842_700_793)] {
+        for (x, want) in [
+            (0.0, 1.0),
+            (0.5, 0.479_500_122),
+            (1.0, 0.157_299_207),
+            (2.0, 0.004_677_735),
+            (-1.0, 1.842_700_793),
+        ] {
             assert!((erfc(x) - want).abs() < 2e-7, "erfc({x}) = {}", erfc(x));
         }
     }

@@ -53,7 +53,9 @@ impl SampleColumnType {
             SampleColumnType::Float => DataType::Float64,
             SampleColumnType::Text => DataType::Utf8,
             SampleColumnType::Bool => DataType::Boolean,
-            SampleColumnType::IntList => DataType::List(Arc::new(Field::new("item", DataType::Int64, true))),
+            SampleColumnType::IntList => {
+                DataType::List(Arc::new(Field::new("item", DataType::Int64, true)))
+            }
         }
     }
 }
@@ -114,49 +116,57 @@ pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch> {
     let mut fields: Vec<Field> = Vec::new();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for &(name, ty) in SAMPLE_COLUMNS {
-        let array = match name {
-            "step" => ints(&|r| Some(r.step)),
-            "sample_id" => texts(&|r| Some(r.sample_id.as_str())),
-            "rank" => ints(&|r| Some(r.rank)),
-            "group_id" => texts(&|r| r.group_id.as_deref()),
-            "prompt_id" => texts(&|r| r.prompt_id.as_deref()),
-            "prompt_text" => texts(&|r| r.prompt_text.as_deref()),
-            "completion_text" => texts(&|r| r.completion_text.as_deref()),
-            "completion_token_ids" => {
-                let mut b = ListBuilder::new(Int64Builder::new())
-                    .with_field(Arc::new(Field::new("item", DataType::Int64, true)));
-                for r in rows {
-                    match &r.completion_token_ids {
-                        Some(ids) => {
-                            b.values().append_slice(ids);
-                            b.append(true);
+        let array =
+            match name {
+                "step" => ints(&|r| Some(r.step)),
+                "sample_id" => texts(&|r| Some(r.sample_id.as_str())),
+                "rank" => ints(&|r| Some(r.rank)),
+                "group_id" => texts(&|r| r.group_id.as_deref()),
+                "prompt_id" => texts(&|r| r.prompt_id.as_deref()),
+                "prompt_text" => texts(&|r| r.prompt_text.as_deref()),
+                "completion_text" => texts(&|r| r.completion_text.as_deref()),
+                "completion_token_ids" => {
+                    let mut b = ListBuilder::new(Int64Builder::new())
+                        .with_field(Arc::new(Field::new("item", DataType::Int64, true)));
+                    for r in rows {
+                        match &r.completion_token_ids {
+                            Some(ids) => {
+                                b.values().append_slice(ids);
+                                b.append(true);
+                            }
+                            None => b.append(false),
                         }
-                        None => b.append(false),
                     }
+                    Arc::new(b.finish())
                 }
-                Arc::new(b.finish())
-            }
-            "reward_total" => floats(&|r| r.reward_total),
-            "advantage" => floats(&|r| r.advantage),
-            "logprob_mean" => floats(&|r| r.logprob_mean),
-            "kl_contribution" => floats(&|r| r.kl_contribution),
-            "completion_len" => ints(&|r| r.completion_len),
-            "truncated" => {
-                let mut b = BooleanBuilder::with_capacity(n);
-                rows.iter().for_each(|r| b.append_option(r.truncated));
-                Arc::new(b.finish())
-            }
-            "capture_reason" => texts(&|r| r.capture_reason.as_deref()),
-            "span_id" => texts(&|r| r.span_id.as_deref()),
-            "labels" => texts(&|r| r.labels.as_deref()),
-            other => return Err(Error::Internal { what: format!("no builder for sample column {other}") }),
-        };
+                "reward_total" => floats(&|r| r.reward_total),
+                "advantage" => floats(&|r| r.advantage),
+                "logprob_mean" => floats(&|r| r.logprob_mean),
+                "kl_contribution" => floats(&|r| r.kl_contribution),
+                "completion_len" => ints(&|r| r.completion_len),
+                "truncated" => {
+                    let mut b = BooleanBuilder::with_capacity(n);
+                    rows.iter().for_each(|r| b.append_option(r.truncated));
+                    Arc::new(b.finish())
+                }
+                "capture_reason" => texts(&|r| r.capture_reason.as_deref()),
+                "span_id" => texts(&|r| r.span_id.as_deref()),
+                "labels" => texts(&|r| r.labels.as_deref()),
+                other => {
+                    return Err(Error::Internal {
+                        what: format!("no builder for sample column {other}"),
+                    })
+                }
+            };
         fields.push(Field::new(name, ty.data_type(), true));
         arrays.push(array);
     }
     // dict columns: the union of this batch's names, sorted for a stable layout
     for (prefix, get) in [
-        (REWARD_COMPONENT_PREFIX, (|r: &SampleRow| &r.reward_components) as fn(&SampleRow) -> &Vec<(String, f64)>),
+        (
+            REWARD_COMPONENT_PREFIX,
+            (|r: &SampleRow| &r.reward_components) as fn(&SampleRow) -> &Vec<(String, f64)>,
+        ),
         (EXTRA_PREFIX, |r: &SampleRow| &r.extra),
     ] {
         let mut names: BTreeMap<&str, ()> = BTreeMap::new();
@@ -166,11 +176,18 @@ pub fn to_record_batch(rows: &[SampleRow]) -> Result<RecordBatch> {
             }
         }
         for name in names.keys() {
-            arrays.push(floats(&|r| get(r).iter().find(|(k, _)| k == name).map(|(_, x)| *x)));
-            fields.push(Field::new(format!("{prefix}{name}"), DataType::Float64, true));
+            arrays.push(floats(&|r| {
+                get(r).iter().find(|(k, _)| k == name).map(|(_, x)| *x)
+            }));
+            fields.push(Field::new(
+                format!("{prefix}{name}"),
+                DataType::Float64,
+                true,
+            ));
         }
     }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| Error::arrow("building a batch of samples", e))
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .map_err(|e| Error::arrow("building a batch of samples", e))
 }
 
 #[cfg(test)]
@@ -189,17 +206,33 @@ mod tests {
             completion_token_ids: Some(vec![5, 6]),
             ..Default::default()
         };
-        let b = SampleRow { step: 2, sample_id: "b".into(), extra: vec![("x".into(), 2.0)], ..Default::default() };
+        let b = SampleRow {
+            step: 2,
+            sample_id: "b".into(),
+            extra: vec![("x".into(), 2.0)],
+            ..Default::default()
+        };
         let batch = to_record_batch(&[a, b]).unwrap();
-        let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let names: Vec<String> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
         assert_eq!(names.len(), SAMPLE_COLUMNS.len() + 2);
         assert!(names.contains(&"reward_component.fmt".to_string()));
         assert!(names.contains(&"extra.x".to_string()));
         let fmt = batch.column_by_name("reward_component.fmt").unwrap();
         assert_eq!(fmt.null_count(), 1);
-        let ids = batch.column_by_name("completion_token_ids").unwrap().as_list::<i32>();
+        let ids = batch
+            .column_by_name("completion_token_ids")
+            .unwrap()
+            .as_list::<i32>();
         assert_eq!(ids.value(0).as_primitive::<Int64Type>().values(), &[5, 6]);
         assert!(ids.is_null(1));
-        assert_eq!(batch.column_by_name("truncated").unwrap().data_type(), &DataType::Boolean);
+        assert_eq!(
+            batch.column_by_name("truncated").unwrap().data_type(),
+            &DataType::Boolean
+        );
     }
 }

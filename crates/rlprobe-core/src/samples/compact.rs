@@ -20,8 +20,8 @@ use crate::atomic::{publish, remove_stray_temps, sync_dir};
 use crate::compact::{conform, lock_run, CompactReport};
 use crate::error::{Error, IoContext, Result};
 use crate::layout::{
-    shard_name, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS, META_NEXT_PART,
-    SAMPLE_SHARD_ROWS,
+    shard_name, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_COMPACTION, META_COMPACTION_SHARDS,
+    META_NEXT_PART, SAMPLE_SHARD_ROWS,
 };
 use crate::parquet_io::{arrow_writer, ParquetWriter};
 use crate::props::Codec;
@@ -54,15 +54,24 @@ pub fn compact_samples(run_dir: &Path) -> Result<CompactReport> {
     let parts: Vec<&SampleFile> = sources.files.iter().filter(|f| !f.shard).collect();
     let absorbed: Vec<PartRef> = parts
         .iter()
-        .map(|p| PartRef { path: p.file.path.clone(), file_id: p.file.file_id() })
+        .map(|p| PartRef {
+            path: p.file.path.clone(),
+            file_id: p.file.file_id(),
+        })
         .chain(sources.absorbed_leftovers.iter().cloned())
         .collect();
     if !parts.is_empty() {
         let schemas: Vec<SchemaRef> = parts.iter().map(|p| p.file.schema()).collect();
         let total: u64 = parts.iter().map(|p| p.file.rows()).sum();
         let schema = union_sample_schema(&schemas)?;
-        let names: Vec<String> = absorbed.iter().map(|p| p.path.file_name().unwrap().to_string_lossy().to_string()).collect();
-        let ids: Vec<String> = absorbed.iter().map(|p| p.file_id.clone().unwrap_or_default()).collect();
+        let names: Vec<String> = absorbed
+            .iter()
+            .map(|p| p.path.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
+        let ids: Vec<String> = absorbed
+            .iter()
+            .map(|p| p.file_id.clone().unwrap_or_default())
+            .collect();
         let shards = total.div_ceil(SAMPLE_SHARD_ROWS as u64).max(1);
         let id = shard_name(sources.next_shard);
         let metadata = vec![
@@ -76,18 +85,31 @@ pub fn compact_samples(run_dir: &Path) -> Result<CompactReport> {
         for s in 0..shards {
             let name = shard_name(sources.next_shard + s);
             let rows = publish(&dir, &name, |file, tmp| {
-                let mut w = arrow_writer(file, tmp, schema.clone(), Codec::default(), metadata.clone())?;
+                let mut w = arrow_writer(
+                    file,
+                    tmp,
+                    schema.clone(),
+                    Codec::default(),
+                    metadata.clone(),
+                )?;
                 let rows = fill_shard(&mut w, &mut stream, SAMPLE_SHARD_ROWS)?;
                 // checked before the last shard completes the group: rows the footers did not
                 // count (impossible for published files) must not end up in absorbed parts
                 if s + 1 == shards && stream.next(1)?.is_some() {
-                    return Err(Error::Internal { what: format!("compacting {}: the sample parts hold more rows than their footers say", dir.display()) });
+                    return Err(Error::Internal {
+                        what: format!(
+                            "compacting {}: the sample parts hold more rows than their footers say",
+                            dir.display()
+                        ),
+                    });
                 }
                 Ok((rows, w.into_inner()?))
             })?;
             report.rows += rows as u64;
             let shard = dir.join(&name);
-            report.bytes += fs::metadata(&shard).at("reading the metadata of", &shard)?.len();
+            report.bytes += fs::metadata(&shard)
+                .at("reading the metadata of", &shard)?
+                .len();
         }
         report.parts_merged = parts.len();
     }
@@ -106,10 +128,16 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-fn fill_shard(w: &mut ParquetWriter<fs::File>, stream: &mut BatchStream, rows: usize) -> Result<usize> {
+fn fill_shard(
+    w: &mut ParquetWriter<fs::File>,
+    stream: &mut BatchStream,
+    rows: usize,
+) -> Result<usize> {
     let mut written = 0;
     while written < rows {
-        let Some(batch) = stream.next(rows - written)? else { break };
+        let Some(batch) = stream.next(rows - written)? else {
+            break;
+        };
         written += batch.num_rows();
         w.write(&batch)?;
         if w.in_progress_size() >= ROW_GROUP_BYTES {
@@ -122,14 +150,22 @@ fn fill_shard(w: &mut ParquetWriter<fs::File>, stream: &mut BatchStream, rows: u
 /// The parts' rows as one stream of batches conformed to the union schema.
 struct BatchStream<'a> {
     parts: std::slice::Iter<'a, &'a SampleFile>,
-    reader: Option<(&'a SampleFile, parquet::arrow::arrow_reader::ParquetRecordBatchReader)>,
+    reader: Option<(
+        &'a SampleFile,
+        parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    )>,
     pending: Option<RecordBatch>,
     schema: SchemaRef,
 }
 
 impl<'a> BatchStream<'a> {
     fn new(parts: &'a [&'a SampleFile], schema: SchemaRef) -> Self {
-        BatchStream { parts: parts.iter(), reader: None, pending: None, schema }
+        BatchStream {
+            parts: parts.iter(),
+            reader: None,
+            pending: None,
+            schema,
+        }
     }
 
     /// The next batch of at most `max` rows, or None at the end.
@@ -154,8 +190,14 @@ impl<'a> BatchStream<'a> {
                     None => self.reader = None,
                 }
             }
-            let Some(part) = self.parts.next() else { return Ok(None) };
-            let reader = part.file.reader(READ_BATCH_ROWS)?.build().map_err(|e| part.file.damaged(e))?;
+            let Some(part) = self.parts.next() else {
+                return Ok(None);
+            };
+            let reader = part
+                .file
+                .reader(READ_BATCH_ROWS)?
+                .build()
+                .map_err(|e| part.file.damaged(e))?;
             self.reader = Some((part, reader));
         }
     }

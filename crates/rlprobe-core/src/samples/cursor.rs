@@ -19,7 +19,12 @@ use crate::parquet_io::column_indices;
 
 /// A filter column of `path` whose values cannot be read as the filter needs them.
 fn unfilterable(path: &Path, name: &str, to: &DataType, e: arrow::error::ArrowError) -> Error {
-    Error::SchemaConflict { column: name.to_string(), detail: format!("cannot be read as {to} to filter on it"), path: Some(path.to_path_buf()), source: Some(Arc::new(e)) }
+    Error::SchemaConflict {
+        column: name.to_string(),
+        detail: format!("cannot be read as {to} to filter on it"),
+        path: Some(path.to_path_buf()),
+        source: Some(Arc::new(e)),
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,7 +89,10 @@ impl SampleFilter {
     fn step_in(&self, s: i64) -> bool {
         self.step_min.is_none_or(|m| s >= m)
             && self.step_max.is_none_or(|m| s <= m)
-            && self.steps.as_ref().is_none_or(|set| set.binary_search(&s).is_ok())
+            && self
+                .steps
+                .as_ref()
+                .is_none_or(|set| set.binary_search(&s).is_ok())
     }
 
     /// False when the row group's statistics prove no row can match the step range.
@@ -102,7 +110,10 @@ impl SampleFilter {
             _ => return true,
         };
         // with a step set: some listed step must fall inside [lo, hi]
-        let listed = self.steps.as_ref().is_none_or(|set| set.get(set.partition_point(|&s| s < lo)).is_some_and(|&s| s <= hi));
+        let listed = self.steps.as_ref().is_none_or(|set| {
+            set.get(set.partition_point(|&s| s < lo))
+                .is_some_and(|&s| s <= hi)
+        });
         self.step_min.is_none_or(|m| hi >= m) && self.step_max.is_none_or(|m| lo <= m) && listed
     }
 }
@@ -121,7 +132,12 @@ pub struct SampleCursor {
 impl SampleCursor {
     /// Opens every sample file of `run_dir` (not its rank sub-directories) for reading.
     /// `columns` restricts the output columns (None: all).
-    pub fn open(run_dir: &Path, filter: SampleFilter, columns: Option<Vec<String>>, batch_rows: usize) -> Result<Self> {
+    pub fn open(
+        run_dir: &Path,
+        filter: SampleFilter,
+        columns: Option<Vec<String>>,
+        batch_rows: usize,
+    ) -> Result<Self> {
         let sources = open_sample_sources(run_dir)?;
         sources.require_readable()?;
         Ok(SampleCursor {
@@ -151,7 +167,9 @@ impl SampleCursor {
                     None => self.reader = None,
                 }
             }
-            let Some(f) = self.files.pop_front() else { return Ok(None) };
+            let Some(f) = self.files.pop_front() else {
+                return Ok(None);
+            };
             self.reader = self.open_file(&f)?.map(|r| (f, r));
         }
     }
@@ -160,7 +178,10 @@ impl SampleCursor {
         let b = f.file.reader(self.batch_rows)?;
         let meta = b.metadata().clone();
         let parquet_schema = b.parquet_schema();
-        let step_leaf = parquet_schema.columns().iter().position(|c| c.path().string() == "step");
+        let step_leaf = parquet_schema
+            .columns()
+            .iter()
+            .position(|c| c.path().string() == "step");
         let groups: Vec<usize> = (0..meta.num_row_groups())
             .filter(|&i| self.filter.may_match(meta.row_group(i), step_leaf))
             .collect();
@@ -171,7 +192,9 @@ impl SampleCursor {
         let mut b = b.with_row_groups(groups);
         if let Some(cols) = &self.columns {
             let needed = self.filter.columns();
-            let roots = column_indices(b.schema(), |n| cols.iter().any(|c| c == n) || needed.contains(&n));
+            let roots = column_indices(b.schema(), |n| {
+                cols.iter().any(|c| c == n) || needed.contains(&n)
+            });
             let mask = ProjectionMask::roots(b.parquet_schema(), roots);
             b = b.with_projection(mask);
         }
@@ -183,11 +206,14 @@ impl SampleCursor {
         let mut batch = batch;
         if self.filter.filters_rows() {
             let mask = self.row_mask(&batch, path)?;
-            batch = arrow::compute::filter_record_batch(&batch, &mask).map_err(|e| Error::arrow("filtering samples", e))?;
+            batch = arrow::compute::filter_record_batch(&batch, &mask)
+                .map_err(|e| Error::arrow("filtering samples", e))?;
         }
         if let Some(cols) = &self.columns {
             let keep = column_indices(&batch.schema(), |n| cols.iter().any(|c| c == n));
-            batch = batch.project(&keep).map_err(|e| Error::arrow("selecting sample columns", e))?;
+            batch = batch
+                .project(&keep)
+                .map_err(|e| Error::arrow("selecting sample columns", e))?;
         }
         Ok(batch)
     }
@@ -196,9 +222,14 @@ impl SampleCursor {
         let n = batch.num_rows();
         let mut keep = vec![true; n];
         let f = &self.filter;
-        let cast = |a: &arrow::array::ArrayRef, name: &str, to: &DataType| arrow::compute::cast(a, to).map_err(|e| unfilterable(path, name, to, e));
+        let cast = |a: &arrow::array::ArrayRef, name: &str, to: &DataType| {
+            arrow::compute::cast(a, to).map_err(|e| unfilterable(path, name, to, e))
+        };
         if f.step_min.is_some() || f.step_max.is_some() || f.steps.is_some() {
-            match batch.column_by_name("step").filter(|a| a.data_type() != &DataType::Null) {
+            match batch
+                .column_by_name("step")
+                .filter(|a| a.data_type() != &DataType::Null)
+            {
                 None => keep.fill(false),
                 Some(a) => {
                     let a = cast(a, "step", &DataType::Int64)?;
@@ -210,7 +241,10 @@ impl SampleCursor {
             }
         }
         let mut text_filter = |name: &str, accept: &dyn Fn(&str) -> bool| -> Result<()> {
-            match batch.column_by_name(name).filter(|a| a.data_type() != &DataType::Null) {
+            match batch
+                .column_by_name(name)
+                .filter(|a| a.data_type() != &DataType::Null)
+            {
                 None => keep.fill(false),
                 Some(a) => {
                     let a = cast(a, name, &DataType::Utf8)?;
@@ -232,20 +266,28 @@ impl SampleCursor {
             text_filter("sample_id", &|s| s == id)?;
         }
         if f.reward_min.is_some() || f.reward_max.is_some() {
-            match batch.column_by_name("reward_total").filter(|a| a.data_type() != &DataType::Null) {
+            match batch
+                .column_by_name("reward_total")
+                .filter(|a| a.data_type() != &DataType::Null)
+            {
                 None => keep.fill(false),
                 Some(a) => {
                     let a = cast(a, "reward_total", &DataType::Float64)?;
                     let a = a.as_primitive::<Float64Type>();
                     for (i, k) in keep.iter_mut().enumerate() {
                         let r = a.value(i);
-                        *k &= a.is_valid(i) && f.reward_min.is_none_or(|m| r >= m) && f.reward_max.is_none_or(|m| r <= m);
+                        *k &= a.is_valid(i)
+                            && f.reward_min.is_none_or(|m| r >= m)
+                            && f.reward_max.is_none_or(|m| r <= m);
                     }
                 }
             }
         }
         if let Some(want) = f.truncated {
-            match batch.column_by_name("truncated").filter(|a| a.data_type() != &DataType::Null) {
+            match batch
+                .column_by_name("truncated")
+                .filter(|a| a.data_type() != &DataType::Null)
+            {
                 None => keep.fill(false),
                 Some(a) => {
                     let a = cast(a, "truncated", &DataType::Boolean)?;
@@ -260,12 +302,20 @@ impl SampleCursor {
             let needle = needle.to_lowercase();
             let mut hit = vec![false; n];
             for name in ["prompt_text", "completion_text"] {
-                let Some(a) = batch.column_by_name(name).filter(|a| a.data_type() != &DataType::Null) else { continue };
+                let Some(a) = batch
+                    .column_by_name(name)
+                    .filter(|a| a.data_type() != &DataType::Null)
+                else {
+                    continue;
+                };
                 let a = cast(a, name, &DataType::Utf8)?;
                 let a = a.as_string::<i32>();
                 for (i, h) in hit.iter_mut().enumerate() {
                     // only rows still in the running are searched: texts can be 100 KB
-                    *h = *h || (keep[i] && a.is_valid(i) && a.value(i).to_lowercase().contains(&needle));
+                    *h = *h
+                        || (keep[i]
+                            && a.is_valid(i)
+                            && a.value(i).to_lowercase().contains(&needle));
                 }
             }
             for (k, h) in keep.iter_mut().zip(hit) {

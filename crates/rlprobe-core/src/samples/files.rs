@@ -17,7 +17,9 @@ use crate::error::{Error, Result};
 use crate::layout::{META_COMPACTION, META_COMPACTION_SHARDS, SAMPLES_DIR};
 use crate::parquet_io::ParquetFile;
 use crate::steps_files::PartRef;
-use crate::stream_files::{damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream};
+use crate::stream_files::{
+    damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream,
+};
 
 pub struct SampleFile {
     pub file: ParquetFile,
@@ -76,14 +78,18 @@ struct Group {
 /// A compaction writes its shards under consecutive names from its id (the first one's
 /// name): a shard elsewhere was copied or renamed.
 fn in_place(id: &str, count: u64, index: u64) -> bool {
-    crate::layout::shard_index(id).is_none_or(|first| index >= first && index < first.saturating_add(count))
+    crate::layout::shard_index(id)
+        .is_none_or(|first| index >= first && index < first.saturating_add(count))
 }
 
 /// The compactions that are not of this directory's parts, with why: one listing a part
 /// that is on disk as another file, or listing a part that a later compaction (higher shard
 /// indices: compactions only append) lists as another file. Legitimately, a part name is
 /// absorbed once, or again with the same id (an interrupted compaction's leftovers).
-fn group_conflicts(groups: &HashMap<String, Group>, parts: &[ParquetFile]) -> HashMap<String, String> {
+fn group_conflicts(
+    groups: &HashMap<String, Group>,
+    parts: &[ParquetFile],
+) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for (id, g) in groups {
         if let Some(c) = g.absorbed.conflict(parts) {
@@ -106,7 +112,10 @@ fn group_conflicts(groups: &HashMap<String, Group>, parts: &[ParquetFile]) -> Ha
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().unwrap_or_default().to_string_lossy().to_string()
+    path.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string()
 }
 
 /// The compaction a shard of ours belongs to: its id and shard count. None for a shard
@@ -114,7 +123,9 @@ fn file_name(path: &Path) -> String {
 /// error naming the shard: taken for none, an unfinished compaction's shard would be read
 /// beside the parts it holds (every sample twice).
 fn compaction_of(file: &ParquetFile) -> Result<Option<(String, u64)>> {
-    let Some(id) = file.key_value(META_COMPACTION) else { return Ok(None) };
+    let Some(id) = file.key_value(META_COMPACTION) else {
+        return Ok(None);
+    };
     let count = file.key_value(META_COMPACTION_SHARDS).unwrap_or_default();
     match count.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(Some((id, n))),
@@ -139,8 +150,16 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
     // lacks the new shards, and the parts are gone by the time they are listed.
     let listed = open_parts(&dir, Stream::Samples, None)?;
     // every part file on disk, readable or not: an interrupted compaction's parts are all here
-    let on_disk: HashSet<String> = listed.parts.iter().map(|(_, f)| f.name()).chain(listed.damaged.iter().map(|(_, d)| file_name(&d.path))).collect();
-    let mut out = SampleSources { foreign: listed.foreign, ..Default::default() };
+    let on_disk: HashSet<String> = listed
+        .parts
+        .iter()
+        .map(|(_, f)| f.name())
+        .chain(listed.damaged.iter().map(|(_, d)| file_name(&d.path)))
+        .collect();
+    let mut out = SampleSources {
+        foreign: listed.foreign,
+        ..Default::default()
+    };
     out.next_part = listed.max_index.map_or(0, |i| i + 1);
     let mut shards = Vec::new();
     for (index, path) in listed.shards {
@@ -154,11 +173,21 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
         }
         let compaction = compaction_of(&file)?;
         let absorbed = Absorbed::of(&file)?;
-        shards.push(ShardInfo { index, file, compaction, absorbed });
+        shards.push(ShardInfo {
+            index,
+            file,
+            compaction,
+            absorbed,
+        });
     }
     let mut seen = HashMap::new();
     let shards = drop_copies(shards, |s| &s.file, &mut out.foreign, &mut seen);
-    let parts: Vec<ParquetFile> = drop_copies(listed.parts.into_iter().map(|(_, f)| f).collect(), |f| f, &mut out.foreign, &mut seen);
+    let parts: Vec<ParquetFile> = drop_copies(
+        listed.parts.into_iter().map(|(_, f)| f).collect(),
+        |f| f,
+        &mut out.foreign,
+        &mut seen,
+    );
 
     // a compaction's shards: complete or not, and whether it compacted these parts
     let mut groups: HashMap<String, Group> = HashMap::new();
@@ -197,13 +226,22 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
         }
     }
     out.next_part = out.next_part.max(absorbed.next_part());
-    out.files.extend(kept.into_iter().map(|s| SampleFile { file: s.file, shard: true }));
+    out.files.extend(kept.into_iter().map(|s| SampleFile {
+        file: s.file,
+        shard: true,
+    }));
     for file in parts {
         if absorbed.contains(&file.name()) {
-            out.absorbed_leftovers.push(PartRef { path: file.path.clone(), file_id: file.file_id() });
+            out.absorbed_leftovers.push(PartRef {
+                path: file.path.clone(),
+                file_id: file.file_id(),
+            });
         } else if let Some(original) = absorbed.copy_of(&file) {
             let reason = format!("a copy of {original} (the same rlprobe.file_id), whose samples a shard already holds");
-            out.foreign.push(SkippedFile { path: file.path.clone(), reason });
+            out.foreign.push(SkippedFile {
+                path: file.path.clone(),
+                reason,
+            });
         } else {
             out.files.push(SampleFile { file, shard: false });
         }
@@ -212,7 +250,10 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
         let name = file_name(&d.path);
         // a damaged part a complete compaction holds costs nothing: compaction deletes it
         if absorbed.contains(&name) {
-            out.absorbed_leftovers.push(PartRef { path: d.path, file_id: None });
+            out.absorbed_leftovers.push(PartRef {
+                path: d.path,
+                file_id: None,
+            });
         } else {
             out.damaged.push(d);
         }

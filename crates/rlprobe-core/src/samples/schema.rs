@@ -20,7 +20,9 @@ fn unify(a: &DataType, b: &DataType) -> Option<DataType> {
         (DataType::Null, x) | (x, DataType::Null) => Some(x.clone()),
         _ if a.is_integer() && b.is_integer() => Some(DataType::Int64),
         _ if is_number(a) && is_number(b) => Some(DataType::Float64),
-        (DataType::Utf8 | DataType::LargeUtf8, DataType::Utf8 | DataType::LargeUtf8) => Some(DataType::Utf8),
+        (DataType::Utf8 | DataType::LargeUtf8, DataType::Utf8 | DataType::LargeUtf8) => {
+            Some(DataType::Utf8)
+        }
         _ => None,
     }
 }
@@ -41,7 +43,10 @@ pub fn union_sample_schema(schemas: &[SchemaRef]) -> Result<SchemaRef> {
                 Some(have) => {
                     let t = unify(have, f.data_type()).ok_or_else(|| Error::SchemaConflict {
                         column: f.name().clone(),
-                        detail: format!("of the samples is {have} in one file and {} in another", f.data_type()),
+                        detail: format!(
+                            "of the samples is {have} in one file and {} in another",
+                            f.data_type()
+                        ),
                         path: None,
                         source: None,
                     })?;
@@ -58,7 +63,10 @@ pub fn union_sample_schema(schemas: &[SchemaRef]) -> Result<SchemaRef> {
         };
         fields.push(Field::new(name, t, true));
     }
-    let mut rest: Vec<String> = order.into_iter().filter(|n| types.contains_key(n)).collect();
+    let mut rest: Vec<String> = order
+        .into_iter()
+        .filter(|n| types.contains_key(n))
+        .collect();
     rest.sort();
     for name in rest {
         let t = match types.remove(&name).unwrap() {

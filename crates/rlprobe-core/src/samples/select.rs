@@ -67,29 +67,44 @@ pub struct SamplingConfig {
 
 impl Default for SamplingConfig {
     fn default() -> Self {
-        SamplingConfig { top_k: 2, bottom_k: 2, random_k: 4 }
+        SamplingConfig {
+            top_k: 2,
+            bottom_k: 2,
+            random_k: 4,
+        }
     }
 }
 
 impl SamplingConfig {
     pub fn budget(&self) -> usize {
-        self.top_k.saturating_add(self.bottom_k).saturating_add(self.random_k)
+        self.top_k
+            .saturating_add(self.bottom_k)
+            .saturating_add(self.random_k)
     }
 }
 
 /// Picks samples from a batch given each one's reward (NaN = missing); returns
 /// `(index, reason)` in index order.
-pub fn select_samples(rewards: &[f64], cfg: SamplingConfig, seed: u64) -> Vec<(u32, CaptureReason)> {
+pub fn select_samples(
+    rewards: &[f64],
+    cfg: SamplingConfig,
+    seed: u64,
+) -> Vec<(u32, CaptureReason)> {
     let n = rewards.len();
     if n <= cfg.budget() {
         return (0..n as u32).map(|i| (i, CaptureReason::All)).collect();
     }
-    let mut ranked: Vec<u32> = (0..n as u32).filter(|&i| !rewards[i as usize].is_nan()).collect();
+    let mut ranked: Vec<u32> = (0..n as u32)
+        .filter(|&i| !rewards[i as usize].is_nan())
+        .collect();
     let mut reason: Vec<Option<CaptureReason>> = vec![None; n];
 
     // (reward desc, index asc): the first `top_k` are the top.
     let top_order = |a: &u32, b: &u32| -> Ordering {
-        rewards[*b as usize].partial_cmp(&rewards[*a as usize]).unwrap_or(Ordering::Equal).then(a.cmp(b))
+        rewards[*b as usize]
+            .partial_cmp(&rewards[*a as usize])
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(b))
     };
     let top = cfg.top_k.min(ranked.len());
     take_first(&mut ranked, top, top_order);
@@ -99,7 +114,10 @@ pub fn select_samples(rewards: &[f64], cfg: SamplingConfig, seed: u64) -> Vec<(u
     let rest = &mut ranked[top..];
     // (reward asc, index asc): the first `bottom_k` of the rest are the bottom.
     let bottom_order = |a: &u32, b: &u32| -> Ordering {
-        rewards[*a as usize].partial_cmp(&rewards[*b as usize]).unwrap_or(Ordering::Equal).then(a.cmp(b))
+        rewards[*a as usize]
+            .partial_cmp(&rewards[*b as usize])
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(b))
     };
     let bottom = cfg.bottom_k.min(rest.len());
     take_first(rest, bottom, bottom_order);
@@ -108,7 +126,9 @@ pub fn select_samples(rewards: &[f64], cfg: SamplingConfig, seed: u64) -> Vec<(u
     }
 
     // The random pool, in index order so the draw depends only on the batch and the seed.
-    let mut pool: Vec<u32> = (0..n as u32).filter(|&i| reason[i as usize].is_none()).collect();
+    let mut pool: Vec<u32> = (0..n as u32)
+        .filter(|&i| reason[i as usize].is_none())
+        .collect();
     let draws = cfg.random_k.min(pool.len());
     let mut rng = SplitMix64(seed);
     for k in 0..draws {
@@ -166,21 +186,34 @@ mod tests {
     use CaptureReason::*;
 
     fn cfg(top_k: usize, bottom_k: usize, random_k: usize) -> SamplingConfig {
-        SamplingConfig { top_k, bottom_k, random_k }
+        SamplingConfig {
+            top_k,
+            bottom_k,
+            random_k,
+        }
     }
 
     fn with(reason: CaptureReason, picks: &[(u32, CaptureReason)]) -> Vec<u32> {
-        picks.iter().filter(|p| p.1 == reason).map(|p| p.0).collect()
+        picks
+            .iter()
+            .filter(|p| p.1 == reason)
+            .map(|p| p.0)
+            .collect()
     }
 
     #[test]
     fn small_batches_are_kept_whole() {
         let r = [0.1, f64::NAN, 0.3];
-        assert_eq!(select_samples(&r, cfg(1, 1, 1), 7), vec![(0, All), (1, All), (2, All)]);
+        assert_eq!(
+            select_samples(&r, cfg(1, 1, 1), 7),
+            vec![(0, All), (1, All), (2, All)]
+        );
         assert!(select_samples(&[], SamplingConfig::default(), 7).is_empty());
         // exactly the budget: still all
         let r: Vec<f64> = (0..8).map(f64::from).collect();
-        assert!(select_samples(&r, SamplingConfig::default(), 1).iter().all(|p| p.1 == All));
+        assert!(select_samples(&r, SamplingConfig::default(), 1)
+            .iter()
+            .all(|p| p.1 == All));
     }
 
     #[test]
@@ -191,7 +224,10 @@ mod tests {
         let mut top: Vec<f64> = with(TopK, &picks).iter().map(|&i| r[i as usize]).collect();
         top.sort_by(f64::total_cmp);
         assert_eq!(top, vec![98.0, 99.0]);
-        let mut bottom: Vec<f64> = with(BottomK, &picks).iter().map(|&i| r[i as usize]).collect();
+        let mut bottom: Vec<f64> = with(BottomK, &picks)
+            .iter()
+            .map(|&i| r[i as usize])
+            .collect();
         bottom.sort_by(f64::total_cmp);
         assert_eq!(bottom, vec![0.0, 1.0]);
         let random = with(Random, &picks);

@@ -63,7 +63,10 @@ impl SampleRow {
             + s(&self.completion_text)
             + s(&self.span_id)
             + s(&self.labels)
-            + self.completion_token_ids.as_ref().map_or(0, |v| v.len() * 8)
+            + self
+                .completion_token_ids
+                .as_ref()
+                .map_or(0, |v| v.len() * 8)
             + (self.reward_components.len() + self.extra.len()) * 32
     }
 }
@@ -129,7 +132,11 @@ fn format_number(x: f64) -> String {
     if x.is_nan() {
         "NaN".into()
     } else if x.is_infinite() {
-        if x > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if x > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else {
         x.to_string()
     }
@@ -151,7 +158,12 @@ fn field<'a>(c: &mut Cursor<'a>, depth: u8) -> Result<(&'a str, Value<'a>), Stri
         TAG_NUMBERS => {
             let n = c.u32()? as usize;
             let bytes = c.take(n.checked_mul(8).ok_or("truncated sample batch")?)?;
-            Value::Numbers(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect())
+            Value::Numbers(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                    .collect(),
+            )
         }
         TAG_OBJECT if depth == 0 => {
             let n = c.u16()?;
@@ -211,7 +223,10 @@ fn build_row(
     reason: Option<CaptureReason>,
     rank: i64,
 ) -> Result<SampleRow, BadSample> {
-    let mut row = SampleRow { rank, ..SampleRow::default() };
+    let mut row = SampleRow {
+        rank,
+        ..SampleRow::default()
+    };
     let mut step: Option<i64> = None;
     let mut sample_id: Option<String> = None;
     let mut user_reason: Option<String> = None;
@@ -222,7 +237,8 @@ fn build_row(
         })
     };
     let bad = |field: &str, reason: &str, v: &Value| BadSample {
-        step: step_of(fields).or_else(|| (is_int(call_step) && call_step >= 0.0).then_some(call_step as i64)),
+        step: step_of(fields)
+            .or_else(|| (is_int(call_step) && call_step >= 0.0).then_some(call_step as i64)),
         index,
         field: field.to_string(),
         reason: reason.to_string(),
@@ -263,7 +279,9 @@ fn build_row(
                             out.retain(|(n, _)| n != k);
                             out.push((k.to_string(), *x));
                         }
-                        other => return Err(bad(&format!("{field}.{k}"), "expected a number", other)),
+                        other => {
+                            return Err(bad(&format!("{field}.{k}"), "expected a number", other))
+                        }
                     }
                 }
                 Ok(out)
@@ -347,7 +365,9 @@ fn build_row(
             },
         }
     }
-    let step = match step.or_else(|| (is_int(call_step) && call_step >= 0.0).then_some(call_step as i64)) {
+    let step = match step
+        .or_else(|| (is_int(call_step) && call_step >= 0.0).then_some(call_step as i64))
+    {
         Some(s) => s,
         None => {
             return Err(bad(
@@ -416,16 +436,23 @@ impl WireWriter {
     pub fn new(call_step: Option<i64>) -> Self {
         let mut w = WireWriter::default();
         w.buf.extend_from_slice(&MAGIC.to_le_bytes());
-        w.buf.extend_from_slice(&call_step.map_or(f64::NAN, |s| s as f64).to_le_bytes());
+        w.buf
+            .extend_from_slice(&call_step.map_or(f64::NAN, |s| s as f64).to_le_bytes());
         w.count_at = w.buf.len();
         w.buf.extend_from_slice(&0u32.to_le_bytes());
         w
     }
 
-    pub fn sample(&mut self, index: u32, reason: Option<CaptureReason>, fields: &[(&str, WireValue)]) {
+    pub fn sample(
+        &mut self,
+        index: u32,
+        reason: Option<CaptureReason>,
+        fields: &[(&str, WireValue)],
+    ) {
         self.buf.extend_from_slice(&index.to_le_bytes());
         self.buf.push(reason.map_or(0, CaptureReason::code));
-        self.buf.extend_from_slice(&(fields.len() as u16).to_le_bytes());
+        self.buf
+            .extend_from_slice(&(fields.len() as u16).to_le_bytes());
         for (k, v) in fields {
             self.field(k, v);
         }
@@ -464,7 +491,8 @@ impl WireWriter {
             }
             WireValue::Object(entries) => {
                 self.key(TAG_OBJECT, k);
-                self.buf.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+                self.buf
+                    .extend_from_slice(&(entries.len() as u16).to_le_bytes());
                 for (ek, x) in entries {
                     self.field(ek, &WireValue::Number(*x));
                 }
@@ -494,7 +522,10 @@ mod tests {
                 ("completion_text", W::Str("4 ✓")),
                 ("completion_token_ids", W::Numbers(&[19.0, 4.0])),
                 ("reward_total", W::Number(f64::NAN)),
-                ("reward_components", W::Object(vec![("format", 1.0), ("correct", 0.5)])),
+                (
+                    "reward_components",
+                    W::Object(vec![("format", 1.0), ("correct", 0.5)]),
+                ),
                 ("group_id", W::Number(7.0)),
                 ("completion_len", W::Number(2.0)),
                 ("truncated", W::Bool(false)),
@@ -509,7 +540,10 @@ mod tests {
         assert_eq!(r.completion_text.as_deref(), Some("4 ✓"));
         assert_eq!(r.completion_token_ids, Some(vec![19, 4]));
         assert!(r.reward_total.unwrap().is_nan());
-        assert_eq!(r.reward_components, vec![("format".into(), 1.0), ("correct".into(), 0.5)]);
+        assert_eq!(
+            r.reward_components,
+            vec![("format".into(), 1.0), ("correct".into(), 0.5)]
+        );
         assert_eq!(r.group_id.as_deref(), Some("7"));
         assert_eq!(r.advantage, None);
         assert_eq!(r.extra, vec![("my_score".into(), 0.25)]);
@@ -522,17 +556,53 @@ mod tests {
         w.sample(0, None, &[("completion_len", W::Number(3.5))]);
         w.sample(1, None, &[("reward_total", W::Str("high"))]);
         w.sample(2, None, &[("prompt", W::Str("forgot the _text"))]);
-        w.sample(3, None, &[("reward_components", W::Other("function: () => 1"))]);
-        w.sample(4, None, &[("completion_token_ids", W::Numbers(&[1.0, 2.5]))]);
-        w.sample(5, None, &[("sample_id", W::Str("keep-me")), ("capture_reason", W::Str("flagged"))]);
-        w.sample(6, Some(CaptureReason::All), &[("capture_reason", W::Str("mine"))]);
+        w.sample(
+            3,
+            None,
+            &[("reward_components", W::Other("function: () => 1"))],
+        );
+        w.sample(
+            4,
+            None,
+            &[("completion_token_ids", W::Numbers(&[1.0, 2.5]))],
+        );
+        w.sample(
+            5,
+            None,
+            &[
+                ("sample_id", W::Str("keep-me")),
+                ("capture_reason", W::Str("flagged")),
+            ],
+        );
+        w.sample(
+            6,
+            Some(CaptureReason::All),
+            &[("capture_reason", W::Str("mine"))],
+        );
         let (rows, bad) = decode_batch(&w.buf, 0).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].sample_id, "keep-me");
-        assert_eq!(rows[0].capture_reason.as_deref(), Some("flagged"), "no selection ran: the caller's reason");
-        assert_eq!(rows[1].capture_reason.as_deref(), Some("all"), "selection kept the whole batch");
+        assert_eq!(
+            rows[0].capture_reason.as_deref(),
+            Some("flagged"),
+            "no selection ran: the caller's reason"
+        );
+        assert_eq!(
+            rows[1].capture_reason.as_deref(),
+            Some("all"),
+            "selection kept the whole batch"
+        );
         let fields: Vec<&str> = bad.iter().map(|b| b.field.as_str()).collect();
-        assert_eq!(fields, ["completion_len", "reward_total", "prompt", "reward_components", "completion_token_ids"]);
+        assert_eq!(
+            fields,
+            [
+                "completion_len",
+                "reward_total",
+                "prompt",
+                "reward_components",
+                "completion_token_ids"
+            ]
+        );
         assert_eq!(bad[1].value_type, "string");
         assert_eq!(bad[1].value_preview, "\"high\"");
         assert!(bad.iter().all(|b| b.step == Some(5)));
@@ -541,7 +611,14 @@ mod tests {
     #[test]
     fn span_ids_and_labels_are_kept() {
         let mut w = WireWriter::new(Some(3));
-        w.sample(0, None, &[("span_id", W::Str("ab12")), ("labels", W::Str(r#"{"sample":"s1"}"#))]);
+        w.sample(
+            0,
+            None,
+            &[
+                ("span_id", W::Str("ab12")),
+                ("labels", W::Str(r#"{"sample":"s1"}"#)),
+            ],
+        );
         w.sample(1, None, &[("labels", W::Str("not json"))]);
         let (rows, bad) = decode_batch(&w.buf, 0).unwrap();
         assert_eq!(rows[0].span_id.as_deref(), Some("ab12"));

@@ -33,7 +33,12 @@ pub const SPAN_COLUMNS: &[(&str, DataType)] = &[
 ];
 
 pub fn span_schema() -> SchemaRef {
-    Arc::new(Schema::new(SPAN_COLUMNS.iter().map(|(n, t)| Field::new(*n, t.clone(), true)).collect::<Vec<_>>()))
+    Arc::new(Schema::new(
+        SPAN_COLUMNS
+            .iter()
+            .map(|(n, t)| Field::new(*n, t.clone(), true))
+            .collect::<Vec<_>>(),
+    ))
 }
 
 /// Column builders the writer appends decoded spans to, between two part files.
@@ -49,8 +54,20 @@ pub struct SpanBuilders {
 }
 
 /// Indices into `SpanBuilders::texts`, in the order `append` fills them.
-const TEXT_COLUMNS: [&str; 12] =
-    ["span_id", "parent_id", "root_id", "kind", "name", "status", "error", "sample_id", "group_id", "labels", "attributes", "key"];
+const TEXT_COLUMNS: [&str; 12] = [
+    "span_id",
+    "parent_id",
+    "root_id",
+    "kind",
+    "name",
+    "status",
+    "error",
+    "sample_id",
+    "group_id",
+    "labels",
+    "attributes",
+    "key",
+];
 
 impl Default for SpanBuilders {
     fn default() -> Self {
@@ -89,7 +106,8 @@ impl SpanBuilders {
         self.step.append_option(v.step);
         self.start_time.append_value(v.start_time);
         self.end_time.append_option(v.end_time);
-        self.duration.append_option(v.end_time.map(|e| e - v.start_time));
+        self.duration
+            .append_option(v.end_time.map(|e| e - v.start_time));
         self.rank.append_value(rank);
         self.rows += 1;
         self.bytes += v.approx_bytes();
@@ -105,7 +123,11 @@ impl SpanBuilders {
 
     /// Empties the builders into one batch with the span columns.
     pub fn finish(&mut self) -> Result<RecordBatch> {
-        let mut text: Vec<Option<ArrayRef>> = self.texts.iter_mut().map(|b| Some(Arc::new(b.finish()) as ArrayRef)).collect();
+        let mut text: Vec<Option<ArrayRef>> = self
+            .texts
+            .iter_mut()
+            .map(|b| Some(Arc::new(b.finish()) as ArrayRef))
+            .collect();
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(SPAN_COLUMNS.len());
         for (name, _) in SPAN_COLUMNS {
             arrays.push(match *name {
@@ -115,15 +137,21 @@ impl SpanBuilders {
                 "duration_s" => Arc::new(self.duration.finish()),
                 "rank" => Arc::new(self.rank.finish()),
                 other => {
-                    let broken = |what: &str| Error::Internal { what: format!("span column {other}: {what}") };
-                    let i = TEXT_COLUMNS.iter().position(|c| *c == other).ok_or_else(|| broken("no builder"))?;
+                    let broken = |what: &str| Error::Internal {
+                        what: format!("span column {other}: {what}"),
+                    };
+                    let i = TEXT_COLUMNS
+                        .iter()
+                        .position(|c| *c == other)
+                        .ok_or_else(|| broken("no builder"))?;
                     text[i].take().ok_or_else(|| broken("listed twice"))?
                 }
             });
         }
         self.rows = 0;
         self.bytes = 0;
-        RecordBatch::try_new(span_schema(), arrays).map_err(|e| Error::arrow("building a batch of spans", e))
+        RecordBatch::try_new(span_schema(), arrays)
+            .map_err(|e| Error::arrow("building a batch of spans", e))
     }
 }
 

@@ -24,7 +24,9 @@ pub fn valid_capture_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 200
         && !key.starts_with('.')
-        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// Replaces the span file of capture `key` with the spans in `wire` (the recorder's wire
@@ -32,13 +34,27 @@ pub fn valid_capture_key(key: &str) -> bool {
 /// file or the new one.
 pub fn write_capture_spans(run_dir: &Path, key: &str, wire: &[u8]) -> Result<usize> {
     if !valid_capture_key(key) {
-        return Err(Error::InvalidCaptureKey { key: key.to_string() });
+        return Err(Error::InvalidCaptureKey {
+            key: key.to_string(),
+        });
     }
     let what = || format!("the spans of capture {key}");
-    let (rows, bad) = decode_spans(wire, 0).map_err(|reason| Error::MalformedInput { what: what(), reason })?;
+    let (rows, bad) = decode_spans(wire, 0).map_err(|reason| Error::MalformedInput {
+        what: what(),
+        reason,
+    })?;
     if let Some(b) = bad.first() {
-        let reason = format!("{} of them are malformed (span {}: `{}` {})", bad.len(), b.span_id, b.field, b.reason);
-        return Err(Error::MalformedInput { what: what(), reason });
+        let reason = format!(
+            "{} of them are malformed (span {}: `{}` {})",
+            bad.len(),
+            b.span_id,
+            b.field,
+            b.reason
+        );
+        return Err(Error::MalformedInput {
+            what: what(),
+            reason,
+        });
     }
     let batch = to_record_batch(&rows)?;
     let dir = run_dir.join(TRIALS_DIR).join(key);
@@ -83,7 +99,10 @@ pub fn capture_span_paths(run_dir: &Path) -> Result<Vec<PathBuf>> {
 /// was removed since the listing (a recapture or a delivery replacing it).
 pub(super) fn open_capture_source(path: PathBuf) -> Result<Option<TableSource>> {
     match ParquetFile::open(&path) {
-        Ok(file) => Ok(Some(TableSource { file, compacted: true })),
+        Ok(file) => Ok(Some(TableSource {
+            file,
+            compacted: true,
+        })),
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e),
     }

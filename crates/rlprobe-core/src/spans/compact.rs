@@ -43,23 +43,39 @@ pub fn compact_spans(run_dir: &Path) -> Result<CompactReport> {
             let keep = last_writes(&batches);
             let mut unique = Vec::with_capacity(batches.len());
             for (b, k) in batches.iter().zip(keep) {
-                unique.push(arrow::compute::filter_record_batch(b, &BooleanArray::from(k)).map_err(|e| Error::arrow("keeping each span's last write", e))?);
+                unique.push(
+                    arrow::compute::filter_record_batch(b, &BooleanArray::from(k))
+                        .map_err(|e| Error::arrow("keeping each span's last write", e))?,
+                );
             }
             unique
         };
-        let all = arrow::compute::concat_batches(&span_schema(), &unique).map_err(|e| Error::arrow("joining the spans", e))?;
+        let all = arrow::compute::concat_batches(&span_schema(), &unique)
+            .map_err(|e| Error::arrow("joining the spans", e))?;
         drop(unique);
         let sort = |name: &str| SortColumn {
             values: all.column_by_name(name).unwrap().clone(),
-            options: Some(SortOptions { descending: false, nulls_first: false }),
+            options: Some(SortOptions {
+                descending: false,
+                nulls_first: false,
+            }),
         };
-        let order = lexsort_to_indices(&[sort("step"), sort("start_time")], None).map_err(|e| Error::arrow("sorting the spans", e))?;
-        let sorted = arrow::compute::take_record_batch(&all, &order).map_err(|e| Error::arrow("sorting the spans", e))?;
+        let order = lexsort_to_indices(&[sort("step"), sort("start_time")], None)
+            .map_err(|e| Error::arrow("sorting the spans", e))?;
+        let sorted = arrow::compute::take_record_batch(&all, &order)
+            .map_err(|e| Error::arrow("sorting the spans", e))?;
         drop(all);
         let metadata = absorbed_metadata(&absorbed, sources.next_part);
         // kinds, names, statuses and labels repeat: dictionary-encode the text columns
-        let codec = Codec { dictionary: true, ..Codec::default() };
-        let file_name = Path::new(SPANS_FILE).file_name().unwrap().to_string_lossy().to_string();
+        let codec = Codec {
+            dictionary: true,
+            ..Codec::default()
+        };
+        let file_name = Path::new(SPANS_FILE)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         publish(&dir, &file_name, |file, tmp| {
             let mut w = arrow_writer(file, tmp, sorted.schema(), codec, metadata)?;
             w.write(&sorted)?;

@@ -79,9 +79,13 @@ impl SpanFilter {
         let Some(i) = step_leaf else { return true };
         match rg.column(i).statistics() {
             Some(Statistics::Int64(s)) => match (s.min_opt(), s.max_opt()) {
-                (Some(lo), Some(hi)) => self.step_min.is_none_or(|m| *hi >= m) && self.step_max.is_none_or(|m| *lo <= m),
+                (Some(lo), Some(hi)) => {
+                    self.step_min.is_none_or(|m| *hi >= m) && self.step_max.is_none_or(|m| *lo <= m)
+                }
                 // only null steps in this group: none can match a step filter
-                _ => !s.null_count_opt().is_some_and(|n| n as i64 == rg.num_rows()),
+                _ => !s
+                    .null_count_opt()
+                    .is_some_and(|n| n as i64 == rg.num_rows()),
             },
             _ => true,
         }
@@ -125,13 +129,22 @@ pub(super) struct Loaded {
 /// columns first, so the remaining columns are decoded only for the rows that match (a
 /// tree, an id or a label among 1,000,000 spans). The fourth value is the rows all sources
 /// hold, from their footers.
-pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>, captures: Captures) -> Result<Loaded> {
+pub(super) fn load(
+    run_dir: &Path,
+    filter: &SpanFilter,
+    columns: Option<&[&str]>,
+    captures: Captures,
+) -> Result<Loaded> {
     let sources = open_sources(run_dir)?;
     sources.require_readable()?;
     let sources = sources.sources;
     let unique = sources.iter().all(|s| s.compacted);
     // capture files are opened one at a time as they are read: a run may hold thousands
-    let captures = if captures == Captures::Include { capture_span_paths(run_dir)? } else { Vec::new() };
+    let captures = if captures == Captures::Include {
+        capture_span_paths(run_dir)?
+    } else {
+        Vec::new()
+    };
     let mut batches = Vec::new();
     let mut complete = true;
     let mut footer_rows = 0usize;
@@ -139,23 +152,41 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
         let mut b = s.file.reader(65_536)?;
         footer_rows += b.metadata().file_metadata().num_rows() as usize;
         if unique {
-            let step_leaf = b.parquet_schema().columns().iter().position(|c| c.path().string() == "step");
+            let step_leaf = b
+                .parquet_schema()
+                .columns()
+                .iter()
+                .position(|c| c.path().string() == "step");
             let meta = b.metadata().clone();
-            let groups: Vec<usize> = (0..meta.num_row_groups()).filter(|&i| filter.may_match(meta.row_group(i), step_leaf)).collect();
+            let groups: Vec<usize> = (0..meta.num_row_groups())
+                .filter(|&i| filter.may_match(meta.row_group(i), step_leaf))
+                .collect();
             complete &= groups.len() == meta.num_row_groups();
             b = b.with_row_groups(groups);
             let needed = filter.columns();
             let typed = needed.iter().all(|n| {
-                let expected = span_schema().field_with_name(n).map(|f| f.data_type().clone()).ok();
-                b.schema().field_with_name(n).ok().map(|f| f.data_type().clone()) == expected
+                let expected = span_schema()
+                    .field_with_name(n)
+                    .map(|f| f.data_type().clone())
+                    .ok();
+                b.schema()
+                    .field_with_name(n)
+                    .ok()
+                    .map(|f| f.data_type().clone())
+                    == expected
             });
             if !needed.is_empty() && typed && columns.is_none() {
                 complete = false;
-                let mask = ProjectionMask::roots(b.parquet_schema(), column_indices(b.schema(), |n| needed.contains(&n)));
+                let mask = ProjectionMask::roots(
+                    b.parquet_schema(),
+                    column_indices(b.schema(), |n| needed.contains(&n)),
+                );
                 let f = filter.clone();
                 let patterns = label_patterns(&f);
                 let predicate = ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                    Ok((0..batch.num_rows()).map(|i| Some(row_matches(&batch, i, &f, &patterns))).collect::<BooleanArray>())
+                    Ok((0..batch.num_rows())
+                        .map(|i| Some(row_matches(&batch, i, &f, &patterns)))
+                        .collect::<BooleanArray>())
                 });
                 b = b.with_row_filter(RowFilter::new(vec![Box::new(predicate)]));
             }
@@ -179,7 +210,12 @@ pub(super) fn load(run_dir: &Path, filter: &SpanFilter, columns: Option<&[&str]>
             read_source(&s)?;
         }
     }
-    Ok(Loaded { batches, unique, complete, footer_rows })
+    Ok(Loaded {
+        batches,
+        unique,
+        complete,
+        footer_rows,
+    })
 }
 
 /// Per batch, which rows are the last write of their span id.
@@ -198,12 +234,20 @@ pub(super) fn last_writes(batches: &[RecordBatch]) -> Vec<Vec<bool>> {
 }
 
 fn label_patterns(f: &SpanFilter) -> Vec<String> {
-    f.labels.iter().map(|(k, v)| format!("{}:{}", json_string(k), json_string(v))).collect()
+    f.labels
+        .iter()
+        .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+        .collect()
 }
 
 /// `"key":"value"` as one member of a JSON object written by `JSON.stringify`.
 fn label_matches(labels: &str, pattern: &str) -> bool {
-    labels.match_indices(pattern).any(|(at, _)| matches!(labels.as_bytes().get(at.wrapping_sub(1)), Some(b'{') | Some(b',')))
+    labels.match_indices(pattern).any(|(at, _)| {
+        matches!(
+            labels.as_bytes().get(at.wrapping_sub(1)),
+            Some(b'{') | Some(b',')
+        )
+    })
 }
 
 fn row_matches(b: &RecordBatch, i: usize, f: &SpanFilter, label_patterns: &[String]) -> bool {
@@ -215,7 +259,10 @@ fn row_matches(b: &RecordBatch, i: usize, f: &SpanFilter, label_patterns: &[Stri
         return false;
     }
     if f.by_step() {
-        let steps = b.column_by_name("step").unwrap().as_primitive::<Int64Type>();
+        let steps = b
+            .column_by_name("step")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         if !steps.is_valid(i) {
             return false;
         }
@@ -224,15 +271,24 @@ fn row_matches(b: &RecordBatch, i: usize, f: &SpanFilter, label_patterns: &[Stri
             return false;
         }
     }
-    let in_set = |set: &Option<HashSet<String>>, name: &str| set.as_ref().is_none_or(|set| text(name).is_some_and(|v| set.contains(v)));
-    if !in_set(&f.span_ids, "span_id") || !in_set(&f.root_ids, "root_id") || !in_set(&f.parent_ids, "parent_id") {
+    let in_set = |set: &Option<HashSet<String>>, name: &str| {
+        set.as_ref()
+            .is_none_or(|set| text(name).is_some_and(|v| set.contains(v)))
+    };
+    if !in_set(&f.span_ids, "span_id")
+        || !in_set(&f.root_ids, "root_id")
+        || !in_set(&f.parent_ids, "parent_id")
+    {
         return false;
     }
-    if !f.statuses.is_empty() && !text("status").is_some_and(|s| f.statuses.iter().any(|x| x == s)) {
+    if !f.statuses.is_empty() && !text("status").is_some_and(|s| f.statuses.iter().any(|x| x == s))
+    {
         return false;
     }
     if !label_patterns.is_empty() {
-        let Some(labels) = text("labels") else { return false };
+        let Some(labels) = text("labels") else {
+            return false;
+        };
         if !label_patterns.iter().all(|p| label_matches(labels, p)) {
             return false;
         }
@@ -242,8 +298,17 @@ fn row_matches(b: &RecordBatch, i: usize, f: &SpanFilter, label_patterns: &[Stri
 
 /// The run's spans matching `filter`, each at its last write, sorted by start time.
 pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> Result<SpanRead> {
-    let Loaded { batches, unique, complete, footer_rows } = load(run_dir, filter, None, Captures::Include)?;
-    let keep = if unique { None } else { Some(last_writes(&batches)) };
+    let Loaded {
+        batches,
+        unique,
+        complete,
+        footer_rows,
+    } = load(run_dir, filter, None, Captures::Include)?;
+    let keep = if unique {
+        None
+    } else {
+        Some(last_writes(&batches))
+    };
     let label_patterns = label_patterns(filter);
     let mut total = 0usize;
     let mut parts: Vec<RecordBatch> = Vec::new();
@@ -255,7 +320,8 @@ pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> Result<SpanRead> {
                 Some(last && row_matches(b, i, filter, &label_patterns))
             })
             .collect();
-        let kept = arrow::compute::filter_record_batch(b, &mask).map_err(|e| Error::arrow("filtering spans", e))?;
+        let kept = arrow::compute::filter_record_batch(b, &mask)
+            .map_err(|e| Error::arrow("filtering spans", e))?;
         if kept.num_rows() > 0 {
             parts.push(kept);
         }
@@ -264,13 +330,20 @@ pub fn read_spans(run_dir: &Path, filter: &SpanFilter) -> Result<SpanRead> {
         // skipped row groups still count towards the run's total (from the footers)
         total = footer_rows;
     }
-    let all = arrow::compute::concat_batches(&span_schema(), &parts).map_err(|e| Error::arrow("joining spans", e))?;
+    let all = arrow::compute::concat_batches(&span_schema(), &parts)
+        .map_err(|e| Error::arrow("joining spans", e))?;
     let matched = all.num_rows();
     // earliest first; ties (same clock reading) keep write order
     let starts = all.column_by_name("start_time").unwrap().clone();
-    let order = arrow::compute::sort_to_indices(&starts, None, filter.limit).map_err(|e| Error::arrow("sorting spans", e))?;
-    let batch = arrow::compute::take_record_batch(&all, &order).map_err(|e| Error::arrow("sorting spans", e))?;
-    Ok(SpanRead { batch, total, matched })
+    let order = arrow::compute::sort_to_indices(&starts, None, filter.limit)
+        .map_err(|e| Error::arrow("sorting spans", e))?;
+    let batch = arrow::compute::take_record_batch(&all, &order)
+        .map_err(|e| Error::arrow("sorting spans", e))?;
+    Ok(SpanRead {
+        batch,
+        total,
+        matched,
+    })
 }
 
 /// Spans of one kind in a run: how many, how many still open, how many ended in error.
@@ -284,8 +357,19 @@ pub struct KindCount {
 
 /// Counts per kind (each span once, at its last write), kinds sorted by name.
 pub fn span_counts(run_dir: &Path) -> Result<Vec<KindCount>> {
-    let Loaded { batches, unique, .. } = load(run_dir, &SpanFilter::default(), Some(&["span_id", "kind", "status"]), Captures::Include)?;
-    let keep = if unique { None } else { Some(last_writes(&batches)) };
+    let Loaded {
+        batches, unique, ..
+    } = load(
+        run_dir,
+        &SpanFilter::default(),
+        Some(&["span_id", "kind", "status"]),
+        Captures::Include,
+    )?;
+    let keep = if unique {
+        None
+    } else {
+        Some(last_writes(&batches))
+    };
     let mut counts: BTreeMap<String, KindCount> = BTreeMap::new();
     for (bi, b) in batches.iter().enumerate() {
         let kinds = b.column_by_name("kind").unwrap().as_string::<i32>();
@@ -296,7 +380,13 @@ pub fn span_counts(run_dir: &Path) -> Result<Vec<KindCount>> {
             }
             let kind = kinds.value(i);
             if !counts.contains_key(kind) {
-                counts.insert(kind.to_string(), KindCount { kind: kind.to_string(), ..Default::default() });
+                counts.insert(
+                    kind.to_string(),
+                    KindCount {
+                        kind: kind.to_string(),
+                        ..Default::default()
+                    },
+                );
             }
             let c = counts.get_mut(kind).unwrap();
             c.spans += 1;

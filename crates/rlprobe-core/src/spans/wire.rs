@@ -76,7 +76,13 @@ pub struct SpanRow {
 
 impl SpanRow {
     /// A root span of `kind` with nothing else set: the start of a struct literal.
-    pub fn new(span_id: &str, kind: &str, name: &str, start_time: f64, end_time: Option<f64>) -> SpanRow {
+    pub fn new(
+        span_id: &str,
+        kind: &str,
+        name: &str,
+        start_time: f64,
+        end_time: Option<f64>,
+    ) -> SpanRow {
         SpanRow {
             span_id: span_id.into(),
             parent_id: None,
@@ -87,7 +93,11 @@ impl SpanRow {
             step: None,
             start_time,
             end_time,
-            status: if end_time.is_some() { SpanStatus::Ok } else { SpanStatus::Open },
+            status: if end_time.is_some() {
+                SpanStatus::Ok
+            } else {
+                SpanStatus::Open
+            },
             error: None,
             sample_id: None,
             group_id: None,
@@ -227,7 +237,10 @@ impl SpanRow {
 /// when the buffer itself is malformed (an encoder bug), never for a bad value; `f` may
 /// then have seen some of its spans, so a caller that must take all or none collects the
 /// views first.
-pub fn decode_views<'a>(buf: &'a [u8], mut f: impl FnMut(SpanView<'a>)) -> Result<Vec<BadSpan>, String> {
+pub fn decode_views<'a>(
+    buf: &'a [u8],
+    mut f: impl FnMut(SpanView<'a>),
+) -> Result<Vec<BadSpan>, String> {
     let mut c = Cursor::new(buf, "span batch");
     if c.u32()? != MAGIC {
         return Err("not a span batch (bad magic)".into());
@@ -250,19 +263,33 @@ pub fn decode_views<'a>(buf: &'a [u8], mut f: impl FnMut(SpanView<'a>)) -> Resul
         let group_id = ostr(&mut c)?;
         let labels = ostr(&mut c)?;
         let attributes = ostr(&mut c)?;
-        let refuse = |field: &'static str, reason: String| BadSpan { span_id: span_id.to_string(), field, reason };
+        let refuse = |field: &'static str, reason: String| BadSpan {
+            span_id: span_id.to_string(),
+            field,
+            reason,
+        };
         let checked = if span_id.is_empty() {
             Err(refuse("span_id", "empty".into()))
         } else if kind.is_empty() {
             Err(refuse("kind", "empty".into()))
         } else if !(step.is_nan() || is_step(step)) {
-            Err(refuse("step", format!("expected a non-negative integer, got {step}")))
+            Err(refuse(
+                "step",
+                format!("expected a non-negative integer, got {step}"),
+            ))
         } else if !start_time.is_finite() {
-            Err(refuse("start_time", format!("expected a finite time, got {start_time}")))
+            Err(refuse(
+                "start_time",
+                format!("expected a finite time, got {start_time}"),
+            ))
         } else if !(end_time.is_nan() || end_time.is_finite()) {
-            Err(refuse("end_time", format!("expected a finite time, got {end_time}")))
+            Err(refuse(
+                "end_time",
+                format!("expected a finite time, got {end_time}"),
+            ))
         } else {
-            SpanStatus::from_code(status).ok_or_else(|| refuse("status", format!("unknown status code {status}")))
+            SpanStatus::from_code(status)
+                .ok_or_else(|| refuse("status", format!("unknown status code {status}")))
         };
         match checked {
             Ok(status) => f(SpanView {
@@ -363,15 +390,29 @@ mod tests {
     fn refuses_bad_values_one_by_one_and_torn_buffers_whole() {
         let mut no_start = span("x", None, "turn", 1);
         no_start.start_time = f64::NAN;
-        let rows = [span("", None, "turn", 1), no_start, span("k", None, "", 1), span("good", None, "turn", 1)];
+        let rows = [
+            span("", None, "turn", 1),
+            no_start,
+            span("k", None, "", 1),
+            span("good", None, "turn", 1),
+        ];
         let mut buf = encode_spans(&rows);
         let (ok, bad) = decode_spans(&buf, 0).unwrap();
-        assert_eq!(ok.iter().map(|r| r.span_id.as_str()).collect::<Vec<_>>(), ["good"]);
-        assert_eq!(bad.iter().map(|b| b.field).collect::<Vec<_>>(), ["span_id", "start_time", "kind"]);
+        assert_eq!(
+            ok.iter().map(|r| r.span_id.as_str()).collect::<Vec<_>>(),
+            ["good"]
+        );
+        assert_eq!(
+            bad.iter().map(|b| b.field).collect::<Vec<_>>(),
+            ["span_id", "start_time", "kind"]
+        );
         for cut in 0..buf.len() {
             assert!(decode_spans(&buf[..cut], 0).is_err());
         }
         buf[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode_spans(&buf, 0).is_err(), "a corrupt count is an error, not an abort");
+        assert!(
+            decode_spans(&buf, 0).is_err(),
+            "a corrupt count is an error, not an abort"
+        );
     }
 }

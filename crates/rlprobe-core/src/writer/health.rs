@@ -105,7 +105,11 @@ impl Health {
         }
         self.last_stderr = Some(Instant::now());
         let held = std::mem::take(&mut self.held_back);
-        Some(if held > 0 { format!("{text} ({held} more such messages held back)") } else { text })
+        Some(if held > 0 {
+            format!("{text} ({held} more such messages held back)")
+        } else {
+            text
+        })
     }
 
     /// A part file was published.
@@ -146,30 +150,83 @@ mod tests {
     #[test]
     fn failures_accumulate_into_one_outage_and_stderr_is_rate_limited() {
         let mut h = Health::default();
-        let first = h.failed("/r", "disk full", Lost { steps: 200, ..Lost::default() });
+        let first = h.failed(
+            "/r",
+            "disk full",
+            Lost {
+                steps: 200,
+                ..Lost::default()
+            },
+        );
         assert!(first.unwrap().contains("/r: disk full"));
-        assert!(h.failed("/r", "disk full again", Lost { samples: 3, ..Lost::default() }).is_none(), "rate-limited");
-        assert!(h.take_outage().is_none(), "rows lost: not over until a part is published");
+        assert!(
+            h.failed(
+                "/r",
+                "disk full again",
+                Lost {
+                    samples: 3,
+                    ..Lost::default()
+                }
+            )
+            .is_none(),
+            "rate-limited"
+        );
+        assert!(
+            h.take_outage().is_none(),
+            "rows lost: not over until a part is published"
+        );
         h.part_published();
         let o = h.take_outage().unwrap();
         assert_eq!((o.failures, o.lost.steps, o.lost.samples), (2, 200, 3));
         assert_eq!(o.first_error, "disk full");
         let (message, data) = o.describe();
         assert!(message.contains("200 steps, 3 samples"), "{message}");
-        assert_eq!(data["lost"], serde_json::json!({ "steps": 200, "samples": 3, "spans": 0, "events": 0 }), "{data}");
-        assert_eq!((data["failures"].as_u64(), data["first_error"].as_str()), (Some(2), Some("disk full")), "{data}");
-        h.failed("/r", "later", Lost { steps: 1, ..Lost::default() });
+        assert_eq!(
+            data["lost"],
+            serde_json::json!({ "steps": 200, "samples": 3, "spans": 0, "events": 0 }),
+            "{data}"
+        );
+        assert_eq!(
+            (data["failures"].as_u64(), data["first_error"].as_str()),
+            (Some(2), Some("disk full")),
+            "{data}"
+        );
+        h.failed(
+            "/r",
+            "later",
+            Lost {
+                steps: 1,
+                ..Lost::default()
+            },
+        );
         h.restore(o);
-        assert!(h.take_outage().is_none(), "a new failure: wait for a part again");
+        assert!(
+            h.take_outage().is_none(),
+            "a new failure: wait for a part again"
+        );
         h.part_published();
         let merged = h.take_outage().unwrap();
-        assert_eq!((merged.failures, merged.lost.steps, merged.first_error.as_str()), (3, 201, "disk full"));
+        assert_eq!(
+            (
+                merged.failures,
+                merged.lost.steps,
+                merged.first_error.as_str()
+            ),
+            (3, 201, "disk full")
+        );
     }
 
     #[test]
     fn an_outage_that_lost_only_events_is_over_when_its_report_goes_through() {
         let mut h = Health::default();
-        h.failed("/r", "events.jsonl: disk full", Lost { events: 2, ..Lost::default() });
+        h.failed(
+            "/r",
+            "events.jsonl: disk full",
+            Lost {
+                events: 2,
+                ..Lost::default()
+            },
+        );
         assert_eq!(h.take_outage().map(|o| o.lost.events), Some(2));
     }
 }

@@ -43,18 +43,38 @@ fn host_name() -> String {
 /// the message names the directory and the holder.
 pub fn lock_run_for_writing(run_dir: &Path) -> Result<WriterLock> {
     let path: PathBuf = run_dir.join(WRITER_LOCK_FILE);
-    let mut file = OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).at("opening the writer lock", &path)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .at("opening the writer lock", &path)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let holder = holder_of(&mut file);
-            return Err(Error::Locked { run_dir: run_dir.to_path_buf(), holder, lock_file: path });
+            return Err(Error::Locked {
+                run_dir: run_dir.to_path_buf(),
+                holder,
+                lock_file: path,
+            });
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("taking the writer lock", path, e)),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Error::io("taking the writer lock", path, e))
+        }
     }
     // who holds it, for the message a refused recorder shows (not needed for correctness)
-    let who = format!("pid {} on {} since {:.3}", std::process::id(), host_name(), crate::events::now_unix_seconds());
-    let _ = file.set_len(0).and_then(|_| file.seek(SeekFrom::Start(0))).and_then(|_| file.write_all(who.as_bytes()));
+    let who = format!(
+        "pid {} on {} since {:.3}",
+        std::process::id(),
+        host_name(),
+        crate::events::now_unix_seconds()
+    );
+    let _ = file
+        .set_len(0)
+        .and_then(|_| file.seek(SeekFrom::Start(0)))
+        .and_then(|_| file.write_all(who.as_bytes()));
     Ok(WriterLock { _file: file })
 }
 
@@ -62,7 +82,10 @@ pub fn lock_run_for_writing(run_dir: &Path) -> Result<WriterLock> {
 /// "unsupported"): recording goes on unguarded, and the caller says so.
 pub fn locks_unsupported(e: &Error) -> bool {
     const ENOLCK: i32 = 37; // Linux
-    e.io_source().is_some_and(|e| e.kind() == std::io::ErrorKind::Unsupported || (cfg!(target_os = "linux") && e.raw_os_error() == Some(ENOLCK)))
+    e.io_source().is_some_and(|e| {
+        e.kind() == std::io::ErrorKind::Unsupported
+            || (cfg!(target_os = "linux") && e.raw_os_error() == Some(ENOLCK))
+    })
 }
 
 #[cfg(test)]
@@ -73,11 +96,16 @@ mod tests {
     fn second_writer_is_refused_until_the_first_lets_go() {
         let dir = crate::testutil::tempdir("writer-lock");
         let first = lock_run_for_writing(&dir).unwrap();
-        let err = lock_run_for_writing(&dir).err().expect("second lock refused");
+        let err = lock_run_for_writing(&dir)
+            .err()
+            .expect("second lock refused");
         assert_eq!(err.code(), crate::Code::Locked);
         let msg = err.to_string();
         assert!(msg.contains(&dir.display().to_string()), "{msg}");
-        assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
         drop(first);
         lock_run_for_writing(&dir).expect("free again once the holder is gone");
     }
@@ -86,12 +114,23 @@ mod tests {
     fn a_filesystem_without_locks_is_told_apart_from_a_held_lock() {
         use std::io;
         let at = |e: io::Error| Error::io("taking the writer lock", "/r/.writer.lock", e);
-        assert!(locks_unsupported(&at(io::Error::from(io::ErrorKind::Unsupported))));
+        assert!(locks_unsupported(&at(io::Error::from(
+            io::ErrorKind::Unsupported
+        ))));
         if cfg!(target_os = "linux") {
-            assert!(locks_unsupported(&at(io::Error::from_raw_os_error(37))), "ENOLCK");
+            assert!(
+                locks_unsupported(&at(io::Error::from_raw_os_error(37))),
+                "ENOLCK"
+            );
         }
-        assert!(!locks_unsupported(&at(io::Error::from(io::ErrorKind::PermissionDenied))));
-        let held = Error::Locked { run_dir: "/r".into(), holder: "pid 1".into(), lock_file: "/r/.writer.lock".into() };
+        assert!(!locks_unsupported(&at(io::Error::from(
+            io::ErrorKind::PermissionDenied
+        ))));
+        let held = Error::Locked {
+            run_dir: "/r".into(),
+            holder: "pid 1".into(),
+            lock_file: "/r/.writer.lock".into(),
+        };
         assert!(!locks_unsupported(&held));
     }
 }

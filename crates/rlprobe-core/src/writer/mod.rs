@@ -38,9 +38,9 @@ use crate::samples::files::{open_sample_sources, samples_dir};
 use crate::schema::{ColumnKind, Registry};
 use crate::spans::compact::{compact_spans, next_span_part};
 
+use health::Health;
 pub use health::Lost;
 pub use lock::lock_run_for_writing;
-use health::Health;
 use lock::WriterLock;
 use stream::{Kind, Part, RowStream, SampleStream, SpanStream, StepStream};
 
@@ -286,7 +286,9 @@ impl Shared {
     /// panic or to the run directory's removal. A flush that saw it grow says so.
     fn loss_mark(&self) -> u64 {
         let w = &self.counters.writer;
-        w.tally.iter().map(|t| t.lost.load(Acquire)).sum::<u64>() + w.events_lost.load(Acquire) + w.write_failures.load(Acquire)
+        w.tally.iter().map(|t| t.lost.load(Acquire)).sum::<u64>()
+            + w.events_lost.load(Acquire)
+            + w.write_failures.load(Acquire)
     }
 
     fn snapshot(&self) -> CountersSnapshot {
@@ -316,7 +318,8 @@ impl Shared {
             samples_written,
             samples_dropped,
             samples_bad,
-            samples_pending: samples_logged.saturating_sub(samples_written + samples_dropped + samples_bad),
+            samples_pending: samples_logged
+                .saturating_sub(samples_written + samples_dropped + samples_bad),
             spans_logged,
             spans_written,
             spans_dropped,
@@ -338,7 +341,13 @@ impl Shared {
                 let lost = (total - i) as u64;
                 // fetch_add: the JS thread writes crash-class events itself (write_event_now)
                 self.counters.writer.events_lost.fetch_add(lost, AcqRel);
-                self.write_failed(format!("{lost} events lost: {e}"), Lost { events: lost, ..Lost::default() });
+                self.write_failed(
+                    format!("{lost} events lost: {e}"),
+                    Lost {
+                        events: lost,
+                        ..Lost::default()
+                    },
+                );
                 return Err(e);
             }
             self.counters.writer.events_written.fetch_add(1, Relaxed);
@@ -360,13 +369,31 @@ impl Shared {
     /// After failed writes: once an event line goes through again, writes the outage
     /// down (a `recorder_error`, and `recorder_drops` per stream that lost rows).
     fn report_recovery(&self) {
-        let Some(outage) = lock(&self.health).take_outage() else { return };
+        let Some(outage) = lock(&self.health).take_outage() else {
+            return;
+        };
         let (message, data) = outage.describe();
-        let mut lines = vec![event_line("recorder_error", None, self.rank, &message, data)];
-        for (kind, n) in [(Kind::Steps, outage.lost.steps), (Kind::Samples, outage.lost.samples), (Kind::Spans, outage.lost.spans)] {
+        let mut lines = vec![event_line(
+            "recorder_error",
+            None,
+            self.rank,
+            &message,
+            data,
+        )];
+        for (kind, n) in [
+            (Kind::Steps, outage.lost.steps),
+            (Kind::Samples, outage.lost.samples),
+            (Kind::Spans, outage.lost.spans),
+        ] {
             if n > 0 {
                 let data = kind.with_record(json!({ "count": n, "reason": "write_failed" }));
-                lines.push(event_line("recorder_drops", None, self.rank, &format!("{n} {} lost to failed writes", kind.noun()), data));
+                lines.push(event_line(
+                    "recorder_drops",
+                    None,
+                    self.rank,
+                    &format!("{n} {} lost to failed writes", kind.noun()),
+                    data,
+                ));
             }
         }
         let mut log = lock(&self.event_log);
@@ -388,7 +415,10 @@ impl Shared {
     fn record_error(&self, message: String) {
         let line = event_line("recorder_error", None, self.rank, &message, json!({}));
         let _ = self.write_events(Some(&line));
-        if let Some(text) = lock(&self.health).line(format!("rlprobe: recording {}: {message}", self.run_dir.display())) {
+        if let Some(text) = lock(&self.health).line(format!(
+            "rlprobe: recording {}: {message}",
+            self.run_dir.display()
+        )) {
             eprintln!("{text}");
         }
         lock(&self.control).last_error = Some(message);
@@ -438,7 +468,9 @@ impl Recorder {
         let capacity = opts.queue_capacity.max(1);
         // room for at least one record of the JS fast path's reservation, however small
         // the queue (a queue of a few records must still take them)
-        let slots = capacity.saturating_mul(SLOTS_PER_RECORD).max(MIN_RING_SLOTS);
+        let slots = capacity
+            .saturating_mul(SLOTS_PER_RECORD)
+            .max(MIN_RING_SLOTS);
         let (producer, consumer) = ring::channel(capacity, slots);
         producer.memory().set_now(crate::events::now_unix_seconds());
         let shared = Arc::new(Shared {
@@ -461,7 +493,13 @@ impl Recorder {
         });
         if let Some(message) = unguarded {
             eprintln!("rlprobe: {message}");
-            lock(&shared.pending_events).push_back(event_line("recorder_error", None, opts.rank, &message, json!({})));
+            lock(&shared.pending_events).push_back(event_line(
+                "recorder_error",
+                None,
+                opts.rank,
+                &message,
+                json!({}),
+            ));
         }
         let steps = StepStream {
             consumer,
@@ -471,14 +509,21 @@ impl Recorder {
             in_flight: 0,
         };
         let state = WriterThread {
-            streams: [Box::new(steps), Box::<SampleStream>::default(), Box::<SpanStream>::default()],
+            streams: [
+                Box::new(steps),
+                Box::<SampleStream>::default(),
+                Box::<SpanStream>::default(),
+            ],
             next_parts,
             shared: shared.clone(),
             last_publish: Instant::now(),
             run_dir: RunDirWatch::new(&opts.run_dir, writer_lock),
             opts: opts.clone(),
         };
-        let join = thread::Builder::new().name("rlprobe-writer".into()).spawn(move || state.run()).at("starting the writer thread of", &opts.run_dir)?;
+        let join = thread::Builder::new()
+            .name("rlprobe-writer".into())
+            .spawn(move || state.run())
+            .at("starting the writer thread of", &opts.run_dir)?;
         let writer = join.thread().clone();
         let wake_every = (opts.flush_steps as u64).min(capacity as u64 / 4).max(1);
         Ok(Recorder {
@@ -514,13 +559,21 @@ impl Recorder {
 
     /// Column id and kind for a record key (rare: once per new name).
     pub fn register(&self, key: &str) -> Result<(u32, ColumnKind)> {
-        self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register(key)
+        self.shared
+            .registry
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .register(key)
     }
 
     /// Registers every key of one accepted record at once, or none of them (a record past
     /// the column budget must not use the budget up for the records after it).
     pub fn register_all(&self, keys: &[String]) -> Result<Vec<(u32, ColumnKind)>> {
-        self.shared.registry.write().unwrap_or_else(|p| p.into_inner()).register_all(keys)
+        self.shared
+            .registry
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .register_all(keys)
     }
 
     /// The hot path: enqueue one encoded step record. Never blocks; false when dropped.
@@ -529,7 +582,8 @@ impl Recorder {
         self.producer.count_logged();
         let result = if slots.len() >= 2 && slots[1].is_nan() {
             // stamp with the clock the writer publishes each tick (log time, to a tick)
-            self.producer.push_with_header(&[slots[0], self.producer.memory().now()], &slots[2..])
+            self.producer
+                .push_with_header(&[slots[0], self.producer.memory().now()], &slots[2..])
         } else {
             self.producer.push(slots)
         };
@@ -553,7 +607,8 @@ impl Recorder {
     /// false (the samples counted as dropped) when the sample queue is full.
     pub fn push_samples(&self, encoded: Vec<u8>, count: u64) -> bool {
         bump(&self.shared.counters.producer.samples_logged, count);
-        let queued = lock(&self.shared.samples).offer(encoded, count, self.shared.sample_queue_bytes);
+        let queued =
+            lock(&self.shared.samples).offer(encoded, count, self.shared.sample_queue_bytes);
         if !queued {
             bump(&self.shared.counters.producer.samples_dropped, count);
             return false;
@@ -569,7 +624,10 @@ impl Recorder {
         bump(&self.shared.counters.producer.spans_logged, count);
         let (queued, backlog) = {
             let mut q = lock(&self.shared.spans);
-            (q.offer(encoded, count, self.shared.span_queue_bytes), q.bytes)
+            (
+                q.offer(encoded, count, self.shared.span_queue_bytes),
+                q.bytes,
+            )
         };
         if !queued {
             bump(&self.shared.counters.producer.spans_dropped, count);
@@ -629,7 +687,12 @@ impl Recorder {
             if now >= deadline {
                 return false;
             }
-            c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+            c = self
+                .shared
+                .changed
+                .wait_timeout(c, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
         drop(c);
         let losses = self.shared.loss_mark();
@@ -652,9 +715,16 @@ impl Recorder {
         while c.finished.is_none() {
             let now = Instant::now();
             if now >= deadline {
-                return Err(Error::Timeout { ms: timeout.as_millis() });
+                return Err(Error::Timeout {
+                    ms: timeout.as_millis(),
+                });
             }
-            c = self.shared.changed.wait_timeout(c, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+            c = self
+                .shared
+                .changed
+                .wait_timeout(c, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
         let report = c.finished.clone().expect("finished");
         drop(c);
@@ -708,7 +778,11 @@ struct RunDirWatch {
 fn read_manifest(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    crate::regular_file::open_regular(path, None).ok()?.take(64 << 20).read_to_end(&mut bytes).ok()?;
+    crate::regular_file::open_regular(path, None)
+        .ok()?
+        .take(64 << 20)
+        .read_to_end(&mut bytes)
+        .ok()?;
     (!bytes.is_empty()).then_some(bytes)
 }
 
@@ -727,7 +801,12 @@ fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
 
 impl RunDirWatch {
     fn new(run_dir: &Path, lock: Option<WriterLock>) -> Self {
-        RunDirWatch { identity: dir_identity(run_dir), manifest: None, lock, orphaned: None }
+        RunDirWatch {
+            identity: dir_identity(run_dir),
+            manifest: None,
+            lock,
+            orphaned: None,
+        }
     }
 }
 
@@ -751,14 +830,17 @@ impl WriterThread {
                 let c = lock(&self.shared.control);
                 (c.flush_requested, c.stop)
             };
-            let more = match catch_unwind(AssertUnwindSafe(|| self.cycle(flush_target, stop.is_some()))) {
+            let more = match catch_unwind(AssertUnwindSafe(|| {
+                self.cycle(flush_target, stop.is_some())
+            })) {
                 Ok(more) => more,
                 Err(panic) => {
                     for s in &mut self.streams {
                         let lost = s.discard();
                         bump(&self.shared.tally(s.kind()).lost, lost);
                     }
-                    self.shared.record_error(format!("writer panic: {}", panic_message(&panic)));
+                    self.shared
+                        .record_error(format!("writer panic: {}", panic_message(&panic)));
                     false
                 }
             };
@@ -811,7 +893,11 @@ impl WriterThread {
             self.report_drops();
         }
         let mut log = lock(&self.shared.event_log);
-        let synced = if forced { log.sync() } else { log.sync_if_due(self.opts.events_fsync_every) };
+        let synced = if forced {
+            log.sync()
+        } else {
+            log.sync_if_due(self.opts.events_fsync_every)
+        };
         drop(log);
         if let Err(e) = synced {
             self.shared.write_failed(e.report(), Lost::default());
@@ -825,8 +911,12 @@ impl WriterThread {
     fn due(&self) -> bool {
         let [steps, ..] = &self.streams;
         steps.buffered() >= self.opts.flush_steps.max(1)
-            || self.streams.iter().any(|s| s.buffered_bytes() >= self.opts.sample_part_bytes)
-            || (self.streams.iter().any(|s| s.buffered() > 0) && self.last_publish.elapsed() >= self.opts.flush_interval)
+            || self
+                .streams
+                .iter()
+                .any(|s| s.buffered_bytes() >= self.opts.sample_part_bytes)
+            || (self.streams.iter().any(|s| s.buffered() > 0)
+                && self.last_publish.elapsed() >= self.opts.flush_interval)
     }
 
     /// Publishes one stream's buffered rows as its next part file, atomically.
@@ -842,7 +932,11 @@ impl WriterThread {
             Err(e) => {
                 let lost = stream.discard();
                 bump(&tally.lost, lost);
-                self.shared.record_error(format!("{lost} {} lost: building their part failed: {}", kind.noun(), e.report()));
+                self.shared.record_error(format!(
+                    "{lost} {} lost: building their part failed: {}",
+                    kind.noun(),
+                    e.report()
+                ));
                 return;
             }
         };
@@ -866,11 +960,27 @@ impl WriterThread {
             Err(why) => {
                 bump(&tally.lost, rows);
                 let lost = match kind {
-                    Kind::Steps => Lost { steps: rows, ..Lost::default() },
-                    Kind::Samples => Lost { samples: rows, ..Lost::default() },
-                    Kind::Spans => Lost { spans: rows, ..Lost::default() },
+                    Kind::Steps => Lost {
+                        steps: rows,
+                        ..Lost::default()
+                    },
+                    Kind::Samples => Lost {
+                        samples: rows,
+                        ..Lost::default()
+                    },
+                    Kind::Spans => Lost {
+                        spans: rows,
+                        ..Lost::default()
+                    },
                 };
-                self.shared.write_failed(format!("{rows} {} lost: writing {}/{name} failed: {why}", kind.noun(), kind.dir()), lost);
+                self.shared.write_failed(
+                    format!(
+                        "{rows} {} lost: writing {}/{name} failed: {why}",
+                        kind.noun(),
+                        kind.dir()
+                    ),
+                    lost,
+                );
             }
         }
     }
@@ -894,9 +1004,21 @@ impl WriterThread {
             gone[kind.index()] = tally.written.swap(0, AcqRel);
             bump(&tally.lost, gone[kind.index()]);
         }
-        let what = if now.is_none() { "was removed (or moved away)" } else { "was replaced by another directory" };
-        let lost_rows = format!("{} steps, {} samples and {} spans published before are gone with it", gone[0], gone[1], gone[2]);
-        let lost = Lost { steps: gone[0], samples: gone[1], spans: gone[2], events: 0 };
+        let what = if now.is_none() {
+            "was removed (or moved away)"
+        } else {
+            "was replaced by another directory"
+        };
+        let lost_rows = format!(
+            "{} steps, {} samples and {} spans published before are gone with it",
+            gone[0], gone[1], gone[2]
+        );
+        let lost = Lost {
+            steps: gone[0],
+            samples: gone[1],
+            spans: gone[2],
+            events: 0,
+        };
         if let Err(e) = std::fs::create_dir_all(run_dir) {
             self.shared.write_failed(format!("the run directory {} {what} while recording ({lost_rows}), and recreating it failed: {e}", run_dir.display()), lost);
             return;
@@ -927,7 +1049,11 @@ impl WriterThread {
         match restore() {
             Ok(()) => {
                 // rows were lost: a flush spanning this must not report success
-                self.shared.counters.writer.write_failures.fetch_add(1, AcqRel);
+                self.shared
+                    .counters
+                    .writer
+                    .write_failures
+                    .fetch_add(1, AcqRel);
                 self.shared.record_error(format!(
                     "the run directory {} {what} while recording: {lost_rows}; recreated it with {}manifest.json and events.jsonl so what is recorded from now on stays readable",
                     run_dir.display(),
@@ -943,7 +1069,11 @@ impl WriterThread {
     /// Emits `recorder_drops` events for queue-full drops not yet reported.
     fn report_drops(&self) {
         let c = &self.shared.counters.producer;
-        let totals = [self.shared.ring.dropped(), c.samples_dropped.load(Acquire), c.spans_dropped.load(Acquire)];
+        let totals = [
+            self.shared.ring.dropped(),
+            c.samples_dropped.load(Acquire),
+            c.spans_dropped.load(Acquire),
+        ];
         for kind in Kind::ALL {
             let total = totals[kind.index()];
             let reported = &self.shared.reported_drops[kind.index()];
@@ -956,8 +1086,15 @@ impl WriterThread {
                 Kind::Steps => format!("{new} step records dropped: the queue was full, or a record was larger than the whole queue ({total} in total)"),
                 _ => format!("{new} {} dropped: the {} queue was full ({total} in total)", kind.noun(), &kind.noun()[..kind.noun().len() - 1]),
             };
-            let data = kind.with_record(json!({ "count": new, "total": total, "reason": "queue_full" }));
-            let _ = self.shared.write_events(Some(&event_line("recorder_drops", None, self.shared.rank, &message, data)));
+            let data =
+                kind.with_record(json!({ "count": new, "total": total, "reason": "queue_full" }));
+            let _ = self.shared.write_events(Some(&event_line(
+                "recorder_drops",
+                None,
+                self.shared.rank,
+                &message,
+                data,
+            )));
             reported.store(total, Relaxed);
         }
     }
@@ -979,11 +1116,15 @@ impl WriterThread {
             match catch_unwind(AssertUnwindSafe(all)) {
                 Ok(Ok(r)) => Some(r),
                 Ok(Err(e)) => {
-                    self.shared.record_error(format!("compaction failed (parts kept): {}", e.report()));
+                    self.shared
+                        .record_error(format!("compaction failed (parts kept): {}", e.report()));
                     None
                 }
                 Err(p) => {
-                    self.shared.record_error(format!("compaction panicked (parts kept): {}", panic_message(&p)));
+                    self.shared.record_error(format!(
+                        "compaction panicked (parts kept): {}",
+                        panic_message(&p)
+                    ));
                     None
                 }
             }
@@ -1011,7 +1152,9 @@ impl WriterThread {
 fn write_part(dir: &Path, name: &str, part: &Part) -> Result<()> {
     let write = || {
         match std::fs::create_dir(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(Error::io("creating", dir, e)),
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::io("creating", dir, e))
+            }
             _ => {}
         }
         publish(dir, name, |file, tmp| Ok(((), part.write(file, tmp)?)))
@@ -1021,7 +1164,9 @@ fn write_part(dir: &Path, name: &str, part: &Part) -> Result<()> {
     let mut result = write();
     for _ in 0..3 {
         match &result {
-            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => result = write(),
+            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => {
+                result = write()
+            }
             _ => break,
         }
     }

@@ -116,7 +116,13 @@ pub trait RowStream: Send {
 /// Writes a `bad_record` event for rows the writer could not decode. (A failure to write it
 /// is counted and reported by `write_events` itself.)
 fn report_bad(shared: &Shared, step: Option<i64>, message: String, data: serde_json::Value) {
-    let _ = shared.write_events(Some(&event_line("bad_record", step, shared.rank, &message, data)));
+    let _ = shared.write_events(Some(&event_line(
+        "bad_record",
+        step,
+        shared.rank,
+        &message,
+        data,
+    )));
 }
 
 /// A batch the writer could not decode at all (an encoder bug): one event for its rows.
@@ -132,10 +138,16 @@ fn report_bad_batch(shared: &Shared, kind: Kind, count: u64, reason: &str) {
 /// Takes queued calls (encoded `logSamples` calls, span batches) off `queue` until about
 /// `budget` rows were moved; `take` decodes one call and returns the rows it buffered.
 /// Returns the rows moved and whether calls are left.
-fn drain_calls(queue: &std::sync::Mutex<super::ByteQueue>, budget: usize, mut take: impl FnMut(Vec<u8>, u64) -> usize) -> (usize, bool) {
+fn drain_calls(
+    queue: &std::sync::Mutex<super::ByteQueue>,
+    budget: usize,
+    mut take: impl FnMut(Vec<u8>, u64) -> usize,
+) -> (usize, bool) {
     let mut moved = 0;
     while moved < budget {
-        let Some((encoded, count)) = super::lock(queue).pop() else { return (moved, false) };
+        let Some((encoded, count)) = super::lock(queue).pop() else {
+            return (moved, false);
+        };
         // a call of no rows still counts as progress, so the budget ends the loop
         moved += take(encoded, count).max(1);
     }
@@ -169,7 +181,11 @@ impl RowStream for StepStream {
                 continue;
             }
             // maybe a column registered after our snapshot: refresh once and retry
-            self.registry = shared.registry.read().unwrap_or_else(|p| p.into_inner()).clone();
+            self.registry = shared
+                .registry
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
             if let Err(e) = self.batch.append(&self.record, &self.registry) {
                 bump(&shared.counters.writer.tally[Kind::Steps.index()].bad, 1);
                 let step = self.record.first().copied().unwrap_or(f64::NAN);
@@ -227,7 +243,10 @@ impl SampleStream {
         report_bad(
             shared,
             b.step,
-            format!("sample {} dropped: `{}` {} (got {} {})", b.index, b.field, b.reason, b.value_type, b.value_preview),
+            format!(
+                "sample {} dropped: `{}` {} (got {} {})",
+                b.index, b.field, b.reason, b.value_type, b.value_preview
+            ),
             json!({
                 "record": "sample",
                 "index": b.index,
@@ -296,7 +315,11 @@ impl RowStream for SampleStream {
     }
 
     fn strand(&mut self, shared: &Shared) -> u64 {
-        super::lock(&shared.samples).batches.drain(..).map(|(_, n)| n).sum()
+        super::lock(&shared.samples)
+            .batches
+            .drain(..)
+            .map(|(_, n)| n)
+            .sum()
     }
 }
 
@@ -383,6 +406,10 @@ impl RowStream for SpanStream {
     }
 
     fn strand(&mut self, shared: &Shared) -> u64 {
-        super::lock(&shared.spans).batches.drain(..).map(|(_, n)| n).sum()
+        super::lock(&shared.spans)
+            .batches
+            .drain(..)
+            .map(|(_, n)| n)
+            .sum()
     }
 }

@@ -8,8 +8,18 @@ use crate::finding::Finding;
 use crate::input::RunInput;
 use crate::signal::{baseline, graded, is_constant, onset, smooth};
 
-pub const CLIP: Detector = Detector { name: "clip_fraction", codes: &["CLIP_FRACTION_HIGH"], reads: "clip_fraction", run: run_clip };
-pub const RATIO: Detector = Detector { name: "ratio", codes: &["RATIO_EXPLOSION"], reads: "ratio_p95 (or ratio_mean)", run: run_ratio };
+pub const CLIP: Detector = Detector {
+    name: "clip_fraction",
+    codes: &["CLIP_FRACTION_HIGH"],
+    reads: "clip_fraction",
+    run: run_clip,
+};
+pub const RATIO: Detector = Detector {
+    name: "ratio",
+    codes: &["RATIO_EXPLOSION"],
+    reads: "ratio_p95 (or ratio_mean)",
+    run: run_ratio,
+};
 
 /// Sustained clip fractions: 0.3 is past any healthy range (updates too large for the
 /// trust region, warn); 0.5 means half the tokens get no gradient (critical).
@@ -31,12 +41,32 @@ fn run_clip(run: &RunInput) -> Outcome {
     };
     if is_constant(xs, run.resolution(name)) {
         // one policy update per batch keeps the ratio at exactly 1: nothing can clip
-        return Outcome::Silent(format!("{name} is constant ({}): not informative (one update per batch?)", num(xs.iter().copied().find(|v| !v.is_nan()).unwrap_or(0.0))));
+        return Outcome::Silent(format!(
+            "{name} is constant ({}): not informative (one update per batch?)",
+            num(xs.iter().copied().find(|v| !v.is_nan()).unwrap_or(0.0))
+        ));
     }
-    let Some(base) = baseline(xs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(xs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(xs, 9);
-    let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > CLIP_WARN, |_, x| x > CLIP_CRIT) else { return Outcome::Ran(Vec::new()) };
-    let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x > CLIP_WARN,
+        |_, x| x > CLIP_CRIT,
+    ) else {
+        return Outcome::Ran(Vec::new());
+    };
+    let at = onset(
+        xs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last);
     Outcome::Ran(vec![g.date(Finding::new(
         "CLIP_FRACTION_HIGH",
@@ -55,16 +85,38 @@ fn run_ratio(run: &RunInput) -> Outcome {
         Err(why) => return Outcome::Silent(why),
     };
     if is_constant(xs, run.resolution(name).max(1e-9)) {
-        return Outcome::Silent(format!("{name} is constant: not informative (one update per batch?)"));
+        return Outcome::Silent(format!(
+            "{name} is constant: not informative (one update per batch?)"
+        ));
     }
-    let Some(base) = baseline(xs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(xs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(xs, 5);
     let p95 = name == "ratio_p95";
     let dev = |x: f64| if p95 { x } else { (x - 1.0).abs() };
-    let (w, c) = if p95 { (P95_WARN, P95_CRIT) } else { (MEAN_WARN, MEAN_CRIT) };
-    let Some(g) = graded(&s, base.end, 3, 5, |_, x| dev(x) > w, |_, x| dev(x) > c) else { return Outcome::Ran(Vec::new()) };
-    let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
-    let peak = (at..=g.last).map(|i| xs[i]).filter(|v| !v.is_nan()).fold(f64::NAN, |a: f64, v| if a.is_nan() || dev(v) > dev(a) { v } else { a });
+    let (w, c) = if p95 {
+        (P95_WARN, P95_CRIT)
+    } else {
+        (MEAN_WARN, MEAN_CRIT)
+    };
+    let Some(g) = graded(&s, base.end, 3, 5, |_, x| dev(x) > w, |_, x| dev(x) > c) else {
+        return Outcome::Ran(Vec::new());
+    };
+    let at = onset(
+        xs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
+    let peak = (at..=g.last)
+        .map(|i| xs[i])
+        .filter(|v| !v.is_nan())
+        .fold(
+            f64::NAN,
+            |a: f64, v| if a.is_nan() || dev(v) > dev(a) { v } else { a },
+        );
     Outcome::Ran(vec![g.date(Finding::new(
         "RATIO_EXPLOSION",
         g.severity,

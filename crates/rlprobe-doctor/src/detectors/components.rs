@@ -9,7 +9,9 @@
 use super::{num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline_from, confidence, is_constant, ols_slope, onset, BASELINE_POINTS, BASELINE_SKIP};
+use crate::signal::{
+    baseline_from, confidence, is_constant, ols_slope, onset, BASELINE_POINTS, BASELINE_SKIP,
+};
 
 pub const DETECTOR: Detector = Detector {
     name: "reward_components",
@@ -36,11 +38,22 @@ const SHARE_EVERY: usize = 10;
 fn run(run: &RunInput) -> Outcome {
     let comps: Vec<(&str, &[f64], Vec<usize>)> = run
         .with_prefix("reward_component.")
-        .map(|(k, c)| (k, c.values.as_slice(), (0..c.values.len()).filter(|&i| !c.values[i].is_nan()).collect::<Vec<_>>()))
+        .map(|(k, c)| {
+            (
+                k,
+                c.values.as_slice(),
+                (0..c.values.len())
+                    .filter(|&i| !c.values[i].is_nan())
+                    .collect::<Vec<_>>(),
+            )
+        })
         .filter(|(_, _, pts)| pts.len() >= MIN_POINTS)
         .collect();
     if comps.len() < 2 {
-        return Outcome::Silent(format!("{} reward_component.* column(s) with {MIN_POINTS}+ points, needs 2", comps.len()));
+        return Outcome::Silent(format!(
+            "{} reward_component.* column(s) with {MIN_POINTS}+ points, needs 2",
+            comps.len()
+        ));
     }
     let mut out = Vec::new();
     for (name, xs, pts) in &comps {
@@ -63,7 +76,11 @@ fn dead(run: &RunInput, name: &str, xs: &[f64], pts: &[usize]) -> Option<Finding
     let res = run.resolution(name).max(1e-12);
     // the longest constant tail
     let last = xs[*pts.last()?];
-    let tail = pts.iter().rev().take_while(|&&i| (xs[i] - last).abs() <= res).count();
+    let tail = pts
+        .iter()
+        .rev()
+        .take_while(|&&i| (xs[i] - last).abs() <= res)
+        .count();
     if tail < DEAD_POINTS || tail == pts.len() {
         return None;
     }
@@ -74,31 +91,53 @@ fn dead(run: &RunInput, name: &str, xs: &[f64], pts: &[usize]) -> Option<Finding
     let at = pts[pts.len() - tail];
     let short = name.trim_start_matches("reward_component.");
     Some(
-        Finding::new("REWARD_COMPONENT_DOMINANCE", Severity::Warn, format!("component {short} has been constant at {} for {tail} points (dead)", num(last)), REMEDY)
-            .at(&run.steps, at, *pts.last()?)
-            .confidence(confidence(tail as f64 / DEAD_POINTS as f64, 1.0))
-            .column(name)
-            .evidence(&format!("{short} constant points"), tail as f64),
+        Finding::new(
+            "REWARD_COMPONENT_DOMINANCE",
+            Severity::Warn,
+            format!(
+                "component {short} has been constant at {} for {tail} points (dead)",
+                num(last)
+            ),
+            REMEDY,
+        )
+        .at(&run.steps, at, *pts.last()?)
+        .confidence(confidence(tail as f64 / DEAD_POINTS as f64, 1.0))
+        .column(name)
+        .evidence(&format!("{short} constant points"), tail as f64),
     )
 }
 
 fn opposite(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Finding> {
     let n = run.len();
-    let noise: Vec<f64> = comps.iter().map(|(_, xs, _)| baseline_from(xs, BASELINE_SKIP, BASELINE_POINTS).map_or(f64::NAN, |b| b.sigma.max(1e-12))).collect();
+    let noise: Vec<f64> = comps
+        .iter()
+        .map(|(_, xs, _)| {
+            baseline_from(xs, BASELINE_SKIP, BASELINE_POINTS)
+                .map_or(f64::NAN, |b| b.sigma.max(1e-12))
+        })
+        .collect();
     let mut end = BASELINE_SKIP + TREND_WINDOW;
     while end <= n {
         let lo = end - TREND_WINDOW;
         // (component, t of its slope, how far it moved over the window)
         let mut trends: Vec<(usize, f64, f64)> = Vec::new();
         for (c, (_, xs, _)) in comps.iter().enumerate() {
-            let Some((slope, se)) = ols_slope(&xs[lo..end]) else { continue };
+            let Some((slope, se)) = ols_slope(&xs[lo..end]) else {
+                continue;
+            };
             let moved = slope * TREND_WINDOW as f64;
             if (slope / se).abs() > TREND_T && moved.abs() > 3.0 * noise[c] {
                 trends.push((c, slope / se, moved));
             }
         }
-        let up = trends.iter().filter(|t| t.1 > 0.0).max_by(|a, b| a.1.total_cmp(&b.1));
-        let down = trends.iter().filter(|t| t.1 < 0.0).min_by(|a, b| a.1.total_cmp(&b.1));
+        let up = trends
+            .iter()
+            .filter(|t| t.1 > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let down = trends
+            .iter()
+            .filter(|t| t.1 < 0.0)
+            .min_by(|a, b| a.1.total_cmp(&b.1));
         if let (Some(u), Some(d)) = (up, down) {
             let (uname, dname) = (comps[u.0].0, comps[d.0].0);
             let at = onset(comps[d.0].1, lo.saturating_sub(TREND_WINDOW), end - 1);
@@ -107,7 +146,13 @@ fn opposite(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Find
                 Finding::new(
                     "REWARD_COMPONENT_DOMINANCE",
                     Severity::Warn,
-                    format!("{} rising ({:+}) while {} falls ({:+})", short(uname), num(u.2), short(dname), num(d.2)),
+                    format!(
+                        "{} rising ({:+}) while {} falls ({:+})",
+                        short(uname),
+                        num(u.2),
+                        short(dname),
+                        num(d.2)
+                    ),
                     REMEDY,
                 )
                 .at(&run.steps, at, n - 1)
@@ -143,7 +188,9 @@ fn dominance(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Fin
     let share = |lo: usize, hi: usize| -> Vec<f64> {
         let sums: Vec<f64> = prefix.iter().map(|p| p[hi] - p[lo]).collect();
         let total: f64 = sums.iter().sum();
-        sums.iter().map(|s| if total > 0.0 { s / total } else { f64::NAN }).collect()
+        sums.iter()
+            .map(|s| if total > 0.0 { s / total } else { f64::NAN })
+            .collect()
     };
     let early = share(BASELINE_SKIP, early_end);
     let mut end = early_end + SHARE_WINDOW;
@@ -156,10 +203,18 @@ fn dominance(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Fin
                 Finding::new(
                     "REWARD_COMPONENT_DOMINANCE",
                     Severity::Warn,
-                    format!("component {short} carries {}% of the reward (early {}%)", num(100.0 * now[c]), num(100.0 * early[c])),
+                    format!(
+                        "component {short} carries {}% of the reward (early {}%)",
+                        num(100.0 * now[c]),
+                        num(100.0 * early[c])
+                    ),
                     REMEDY,
                 )
-                .at(&run.steps, end - SHARE_WINDOW, if last_share > SHARE { n - 1 } else { end - 1 })
+                .at(
+                    &run.steps,
+                    end - SHARE_WINDOW,
+                    if last_share > SHARE { n - 1 } else { end - 1 },
+                )
                 .confidence(confidence(now[c] / SHARE, 0.5))
                 .column(comps[c].0)
                 .evidence("share", now[c])

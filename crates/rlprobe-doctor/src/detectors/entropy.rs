@@ -29,9 +29,14 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(h) else { return Outcome::Silent("entropy_mean: no baseline".into()) };
+    let Some(base) = baseline(h) else {
+        return Outcome::Silent("entropy_mean: no baseline".into());
+    };
     if base.median <= 0.0 {
-        return Outcome::Silent(format!("entropy_mean's early level is {} (not a positive entropy)", num(base.median)));
+        return Outcome::Silent(format!(
+            "entropy_mean's early level is {} (not a positive entropy)",
+            num(base.median)
+        ));
     }
     if let Err(why) = resolved(run, name, base.median) {
         return Outcome::Silent(why);
@@ -39,11 +44,25 @@ fn run(run: &RunInput) -> Outcome {
     let s = smooth(h, 9);
     let mut out = Vec::new();
     let m = base.median;
-    if let Some(g) = graded(&s, base.end, 5, 5, |_, x| x < COLLAPSE_WARN * m, |_, x| x < COLLAPSE_CRIT * m) {
+    if let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x < COLLAPSE_WARN * m,
+        |_, x| x < COLLAPSE_CRIT * m,
+    ) {
         out.push(finding(run, h, &s, m, "ENTROPY_COLLAPSE", &g, COLLAPSE_WARN,
             "Entropy collapsed: exploration is gone. Use clip-higher (DAPO: ε_high 0.28), an entropy bonus or a lower learning rate, raise the sampling temperature, and resume from before the onset.", true));
     }
-    if let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > EXPLODE_WARN * m, |_, x| x > EXPLODE_CRIT * m) {
+    if let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x > EXPLODE_WARN * m,
+        |_, x| x > EXPLODE_CRIT * m,
+    ) {
         out.push(finding(run, h, &s, m, "ENTROPY_EXPLOSION", &g, EXPLODE_WARN,
             "Entropy is exploding: the policy is drifting toward noise. Lower the learning rate or the entropy bonus, check the sampling temperature and for NaN-adjacent logits, and tighten the KL penalty.", false));
     }
@@ -51,12 +70,57 @@ fn run(run: &RunInput) -> Outcome {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn finding(run: &RunInput, h: &[f64], s: &[f64], base: f64, code: &'static str, g: &Graded, threshold: f64, remedy: &str, down: bool) -> Finding {
-    let at = if down { onset_log(h, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger) } else { onset(h, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger) };
+fn finding(
+    run: &RunInput,
+    h: &[f64],
+    s: &[f64],
+    base: f64,
+    code: &'static str,
+    g: &Graded,
+    threshold: f64,
+    remedy: &str,
+    down: bool,
+) -> Finding {
+    let at = if down {
+        onset_log(
+            h,
+            g.trigger
+                .saturating_sub(200)
+                .max(crate::signal::BASELINE_SKIP),
+            g.trigger,
+        )
+    } else {
+        onset(
+            h,
+            g.trigger
+                .saturating_sub(200)
+                .max(crate::signal::BASELINE_SKIP),
+            g.trigger,
+        )
+    };
     let now = crate::signal::last_value(s, g.last);
-    let ratio = if down { threshold * base / now.max(1e-12) } else { now / base / threshold };
-    g.date(Finding::new(code, g.severity, format!("entropy {} → {} ({}% of its early level)", num(base), num(now), num(100.0 * now / base)), remedy), &run.steps, at, ratio)
-        .column("entropy_mean")
-        .evidence("baseline", base)
-        .evidence("latest (smoothed)", now)
+    let ratio = if down {
+        threshold * base / now.max(1e-12)
+    } else {
+        now / base / threshold
+    };
+    g.date(
+        Finding::new(
+            code,
+            g.severity,
+            format!(
+                "entropy {} → {} ({}% of its early level)",
+                num(base),
+                num(now),
+                num(100.0 * now / base)
+            ),
+            remedy,
+        ),
+        &run.steps,
+        at,
+        ratio,
+    )
+    .column("entropy_mean")
+    .evidence("baseline", base)
+    .evidence("latest (smoothed)", now)
 }

@@ -41,7 +41,9 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(g) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(g) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     if let Err(why) = resolved(run, name, base.median) {
         return Outcome::Silent(why);
     }
@@ -53,13 +55,23 @@ fn run(run: &RunInput) -> Outcome {
     let hi = |k: f64| flags(g, base.end, |_, x| x > k * base.median);
     let warn = hi(EXPLODE_WARN);
     let crit = hi(EXPLODE_CRIT);
-    let explosion = sustained(&crit, 3, 5).map(|e| (Severity::Critical, e)).or_else(|| sustained(&warn, 5, 5).map(|e| (Severity::Warn, e)));
+    let explosion = sustained(&crit, 3, 5)
+        .map(|e| (Severity::Critical, e))
+        .or_else(|| sustained(&warn, 5, 5).map(|e| (Severity::Warn, e)));
     let mut explosion_from = usize::MAX;
     if let Some((sev, (_, trigger))) = explosion {
         let logs = crate::signal::ln_floor(g, 1e-300);
-        let at = onset(&logs, trigger.saturating_sub(200).max(base.end.saturating_sub(10)), trigger);
+        let at = onset(
+            &logs,
+            trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+            trigger,
+        );
         let last = last_flag(&warn).unwrap_or(trigger);
-        let peak = g[at..=last].iter().copied().filter(|v| !v.is_nan()).fold(0.0, f64::max);
+        let peak = g[at..=last]
+            .iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .fold(0.0, f64::max);
         explosion_from = at;
         out.push(
             Finding::new(
@@ -77,24 +89,40 @@ fn run(run: &RunInput) -> Outcome {
     }
 
     // spikes: single-point excursions before any explosion
-    let z = causal_robust_z(g, ZOptions { window: 50, min_points: 20, log_scale: true });
+    let z = causal_robust_z(
+        g,
+        ZOptions {
+            window: 50,
+            min_points: 20,
+            log_scale: true,
+        },
+    );
     let med = rlprobe_series::rolling::rolling_median(g, 50, 20);
     // the trailing median before each point (carried over missing points)
     let before = |i: usize| crate::signal::last_value(&med, i - 1);
     let spikes: Vec<usize> = (base.end.max(1)..g.len().min(explosion_from))
-        .filter(|&i| z[i] > SPIKE_Z && g[i] > SPIKE_RATIO * before(i) && g[i] - before(i) > 2.0 * res)
+        .filter(|&i| {
+            z[i] > SPIKE_Z && g[i] > SPIKE_RATIO * before(i) && g[i] - before(i) > 2.0 * res
+        })
         .collect();
     if !spikes.is_empty() {
         // the densest run of spikes within SPIKE_WINDOW points
         let mut best = (0usize, 1usize);
         for a in 0..spikes.len() {
-            let n = spikes[a..].iter().take_while(|&&s| s < spikes[a] + SPIKE_WINDOW).count();
+            let n = spikes[a..]
+                .iter()
+                .take_while(|&&s| s < spikes[a] + SPIKE_WINDOW)
+                .count();
             if n > best.1 {
                 best = (a, n);
             }
         }
         let (first, count) = (spikes[best.0], best.1);
-        let sev = if count >= SPIKE_REPEAT { Severity::Warn } else { Severity::Info };
+        let sev = if count >= SPIKE_REPEAT {
+            Severity::Warn
+        } else {
+            Severity::Info
+        };
         let worst = spikes.iter().map(|&i| g[i] / before(i)).fold(0.0, f64::max);
         out.push(
             Finding::new(
@@ -113,13 +141,25 @@ fn run(run: &RunInput) -> Outcome {
 
     // vanishing: a sustained collapse of the norm (exact zeros from a full-precision log
     // are worse: nothing is learning)
-    let low = flags(g, base.end, |_, x| x < VANISH * base.median && (res == 0.0 || x > res));
+    let low = flags(g, base.end, |_, x| {
+        x < VANISH * base.median && (res == 0.0 || x > res)
+    });
     let zero = flags(g, base.end, |_, x| x == 0.0 && res == 0.0);
-    let vanish = sustained(&zero, 5, 5).map(|e| (Severity::Critical, e)).or_else(|| sustained(&low, 5, 5).map(|e| (Severity::Warn, e)));
+    let vanish = sustained(&zero, 5, 5)
+        .map(|e| (Severity::Critical, e))
+        .or_else(|| sustained(&low, 5, 5).map(|e| (Severity::Warn, e)));
     if let Some((sev, (_, trigger))) = vanish {
         let logs = crate::signal::ln_floor(g, base.median * 1e-6);
-        let at = onset(&logs, trigger.saturating_sub(200).max(base.end.saturating_sub(10)), trigger);
-        let last = last_flag(&low).into_iter().chain(last_flag(&zero)).max().unwrap_or(trigger);
+        let at = onset(
+            &logs,
+            trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+            trigger,
+        );
+        let last = last_flag(&low)
+            .into_iter()
+            .chain(last_flag(&zero))
+            .max()
+            .unwrap_or(trigger);
         let now = crate::signal::last_value(g, last);
         out.push(
             Finding::new(

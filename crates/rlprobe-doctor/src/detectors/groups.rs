@@ -33,20 +33,50 @@ const STD_CRIT: f64 = 0.05;
 
 fn run_groups(run: &RunInput) -> Outcome {
     if let Ok((name, xs)) = need(run, &["zero_variance_group_frac"], MIN_POINTS) {
-        return fraction_high(run, name, xs, "ZERO_VARIANCE_GROUPS", "of GRPO groups have zero reward variance", ZV_REMEDY);
+        return fraction_high(
+            run,
+            name,
+            xs,
+            "ZERO_VARIANCE_GROUPS",
+            "of GRPO groups have zero reward variance",
+            ZV_REMEDY,
+        );
     }
     match need(run, &["group_reward_std_mean"], MIN_POINTS) {
-        Ok((name, xs)) => std_low(run, name, xs, "ZERO_VARIANCE_GROUPS", "mean within-group reward std", ZV_REMEDY),
-        Err(_) => Outcome::Silent("no zero_variance_group_frac / group_reward_std_mean column".into()),
+        Ok((name, xs)) => std_low(
+            run,
+            name,
+            xs,
+            "ZERO_VARIANCE_GROUPS",
+            "mean within-group reward std",
+            ZV_REMEDY,
+        ),
+        Err(_) => {
+            Outcome::Silent("no zero_variance_group_frac / group_reward_std_mean column".into())
+        }
     }
 }
 
 fn run_advantages(run: &RunInput) -> Outcome {
     if let Ok((name, xs)) = need(run, &["adv_zero_frac"], MIN_POINTS) {
-        return fraction_high(run, name, xs, "ADVANTAGE_COLLAPSE", "of advantages are zero", ADV_REMEDY);
+        return fraction_high(
+            run,
+            name,
+            xs,
+            "ADVANTAGE_COLLAPSE",
+            "of advantages are zero",
+            ADV_REMEDY,
+        );
     }
     match need(run, &["adv_std"], MIN_POINTS) {
-        Ok((name, xs)) => std_low(run, name, xs, "ADVANTAGE_COLLAPSE", "advantage std", ADV_REMEDY),
+        Ok((name, xs)) => std_low(
+            run,
+            name,
+            xs,
+            "ADVANTAGE_COLLAPSE",
+            "advantage std",
+            ADV_REMEDY,
+        ),
         Err(_) => Outcome::Silent("no adv_zero_frac / adv_std column".into()),
     }
 }
@@ -54,22 +84,68 @@ fn run_advantages(run: &RunInput) -> Outcome {
 const ZV_REMEDY: &str = "Most groups carry no learning signal: filter them (DAPO dynamic sampling), raise the group size or the sampling temperature, or rebalance prompt difficulty (all-correct or all-wrong prompts).";
 const ADV_REMEDY: &str = "Advantages carry no signal: check reward variance within groups, the advantage normalisation (a std of ~0 divides to nothing), and for PPO a value head that has absorbed the reward.";
 
-fn fraction_high(run: &RunInput, name: &'static str, xs: &[f64], code: &'static str, what: &str, remedy: &str) -> Outcome {
-    let Some(base) = baseline(xs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+fn fraction_high(
+    run: &RunInput,
+    name: &'static str,
+    xs: &[f64],
+    code: &'static str,
+    what: &str,
+    remedy: &str,
+) -> Outcome {
+    let Some(base) = baseline(xs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(xs, 9);
-    let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > ZV_WARN && x > base.median + 0.15, |_, x| x > ZV_CRIT) else {
+    let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x > ZV_WARN && x > base.median + 0.15,
+        |_, x| x > ZV_CRIT,
+    ) else {
         return Outcome::Ran(Vec::new());
     };
-    let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let at = onset(
+        xs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last);
-    Outcome::Ran(vec![g.date(Finding::new(code, g.severity, format!("{}% {what} (early level {}%)", num(100.0 * now), num(100.0 * base.median)), remedy), &run.steps, at, now / ZV_WARN)
+    Outcome::Ran(vec![g
+        .date(
+            Finding::new(
+                code,
+                g.severity,
+                format!(
+                    "{}% {what} (early level {}%)",
+                    num(100.0 * now),
+                    num(100.0 * base.median)
+                ),
+                remedy,
+            ),
+            &run.steps,
+            at,
+            now / ZV_WARN,
+        )
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])
 }
 
-fn std_low(run: &RunInput, name: &'static str, xs: &[f64], code: &'static str, what: &str, remedy: &str) -> Outcome {
-    let Some(base) = baseline(xs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+fn std_low(
+    run: &RunInput,
+    name: &'static str,
+    xs: &[f64],
+    code: &'static str,
+    what: &str,
+    remedy: &str,
+) -> Outcome {
+    let Some(base) = baseline(xs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     if base.median <= 0.0 {
         return Outcome::Silent(format!("{name} is 0 from the start: not informative"));
     }
@@ -78,12 +154,36 @@ fn std_low(run: &RunInput, name: &'static str, xs: &[f64], code: &'static str, w
     }
     let s = smooth(xs, 9);
     let m = base.median;
-    let Some(g) = graded(&s, base.end, 5, 5, |_, x| x < STD_WARN * m, |_, x| x < STD_CRIT * m) else {
+    let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x < STD_WARN * m,
+        |_, x| x < STD_CRIT * m,
+    ) else {
         return Outcome::Ran(Vec::new());
     };
-    let at = onset_log(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let at = onset_log(
+        xs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last);
-    Outcome::Ran(vec![g.date(Finding::new(code, g.severity, format!("{what} {} → {}", num(m), num(now)), remedy), &run.steps, at, STD_WARN * m / now.max(1e-12))
+    Outcome::Ran(vec![g
+        .date(
+            Finding::new(
+                code,
+                g.severity,
+                format!("{what} {} → {}", num(m), num(now)),
+                remedy,
+            ),
+            &run.steps,
+            at,
+            STD_WARN * m / now.max(1e-12),
+        )
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])

@@ -18,12 +18,20 @@ use crate::signal::{baseline, baseline_from, confidence, flags, onset, smooth, s
 pub const DETECTOR: Detector = Detector {
     name: "reward_hacking",
     codes: &["REWARD_HACKING"],
-    reads: "reward_mean with extra.val*/eval* held-out metrics, kl_mean, per-sample reward and length",
+    reads:
+        "reward_mean with extra.val*/eval* held-out metrics, kl_mean, per-sample reward and length",
     run,
 };
 
 /// Held-out metric names (verl `val/…`, `val-core/…`; TRL/HF `eval_…`).
-pub const HELD_OUT_PREFIXES: &[&str] = &["extra.val/", "extra.val-core/", "extra.val-aux/", "extra.val_", "extra.eval/", "extra.eval_"];
+pub const HELD_OUT_PREFIXES: &[&str] = &[
+    "extra.val/",
+    "extra.val-core/",
+    "extra.val-aux/",
+    "extra.val_",
+    "extra.eval/",
+    "extra.eval_",
+];
 /// Held-out evaluations needed before a fall is judged.
 const HELD_OUT_MIN: usize = 12;
 /// A held-out fall from its best of at least this many σ (of its own evaluation noise)
@@ -51,7 +59,9 @@ fn run(run: &RunInput) -> Outcome {
         return Outcome::Silent("no reward_mean column".into());
     };
     if r.iter().filter(|v| !v.is_nan()).count() < MIN_POINTS {
-        return Outcome::Silent(format!("reward_mean has too few points (needs {MIN_POINTS})"));
+        return Outcome::Silent(format!(
+            "reward_mean has too few points (needs {MIN_POINTS})"
+        ));
     }
     let held: Vec<(&str, &[f64])> = run
         .columns
@@ -60,9 +70,13 @@ fn run(run: &RunInput) -> Outcome {
         .map(|(k, c)| (k.as_str(), c.values.as_slice()))
         .collect();
     let has_kl = run.series("kl_mean").is_some();
-    let has_samples = run.samples.as_ref().is_some_and(|s| s.completion_len.iter().any(|v| !v.is_nan()) && s.reward.iter().any(|v| !v.is_nan()));
+    let has_samples = run.samples.as_ref().is_some_and(|s| {
+        s.completion_len.iter().any(|v| !v.is_nan()) && s.reward.iter().any(|v| !v.is_nan())
+    });
     if held.is_empty() && !has_kl && !has_samples {
-        return Outcome::Silent("no held-out metric (extra.val*/eval*), kl_mean or per-sample lengths".into());
+        return Outcome::Silent(
+            "no held-out metric (extra.val*/eval*), kl_mean or per-sample lengths".into(),
+        );
     }
     let mut signs: Vec<Sign> = Vec::new();
     let mut columns = vec!["reward_mean".to_string()];
@@ -89,7 +103,11 @@ fn run(run: &RunInput) -> Outcome {
         return Outcome::Ran(Vec::new());
     }
     signs.sort_by_key(|s| s.onset);
-    let sev = if signs.len() >= 2 { Severity::Critical } else { Severity::Warn };
+    let sev = if signs.len() >= 2 {
+        Severity::Critical
+    } else {
+        Severity::Warn
+    };
     let last = signs.iter().map(|s| s.last).max().unwrap();
     let strength = signs.iter().map(|s| s.strength).fold(1.0, f64::max);
     let mut f = Finding::new(
@@ -104,10 +122,29 @@ fn run(run: &RunInput) -> Outcome {
     for c in columns {
         f = f.column(&c);
     }
-    if let (Some(samples), Some((a, b))) = (&run.samples, corr_steps.or(Some((run.steps[signs[0].onset], run.steps[last])))) {
-        let mut idx: Vec<usize> = (0..samples.len()).filter(|&i| samples.step[i] >= a && samples.step[i] <= b && !samples.reward[i].is_nan()).collect();
-        idx.sort_by(|&x, &y| samples.reward[y].total_cmp(&samples.reward[x]).then(samples.completion_len[y].total_cmp(&samples.completion_len[x])));
-        f.samples = idx.iter().take(3).map(|&i| EvidenceSample { step: samples.step[i], sample_id: samples.sample_id[i].clone(), why: "top reward".into() }).collect();
+    if let (Some(samples), Some((a, b))) = (
+        &run.samples,
+        corr_steps.or(Some((run.steps[signs[0].onset], run.steps[last]))),
+    ) {
+        let mut idx: Vec<usize> = (0..samples.len())
+            .filter(|&i| {
+                samples.step[i] >= a && samples.step[i] <= b && !samples.reward[i].is_nan()
+            })
+            .collect();
+        idx.sort_by(|&x, &y| {
+            samples.reward[y]
+                .total_cmp(&samples.reward[x])
+                .then(samples.completion_len[y].total_cmp(&samples.completion_len[x]))
+        });
+        f.samples = idx
+            .iter()
+            .take(3)
+            .map(|&i| EvidenceSample {
+                step: samples.step[i],
+                sample_id: samples.sample_id[i].clone(),
+                why: "top reward".into(),
+            })
+            .collect();
     }
     Outcome::Ran(vec![f])
 }
@@ -117,8 +154,13 @@ fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
     if pts.len() < HELD_OUT_MIN {
         return None;
     }
-    let lower_is_better = ["loss", "error", "perplexity", "ppl"].iter().any(|w| name.contains(w));
-    let v: Vec<f64> = pts.iter().map(|&i| if lower_is_better { -xs[i] } else { xs[i] }).collect();
+    let lower_is_better = ["loss", "error", "perplexity", "ppl"]
+        .iter()
+        .any(|w| name.contains(w));
+    let v: Vec<f64> = pts
+        .iter()
+        .map(|&i| if lower_is_better { -xs[i] } else { xs[i] })
+        .collect();
     let sm = smooth(&v, 3);
     // its evaluation noise from the first evaluations' point-to-point differences
     let base = baseline_from(&v, 0, HELD_OUT_MIN)?;
@@ -139,14 +181,25 @@ fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
         let fall = best.0 - sm[j];
         let gained = (best.0 - base.median).max(0.0);
         // the train reward at this evaluation is no lower than at the held-out best
-        let (now, then) = (crate::signal::last_value(&rs, pts[j]), crate::signal::last_value(&rs, pts[best.1]));
+        let (now, then) = (
+            crate::signal::last_value(&rs, pts[j]),
+            crate::signal::last_value(&rs, pts[best.1]),
+        );
         let train_holds = now >= then - 1e-12;
         if fall > HELD_OUT_SIGMA * noise && fall > HELD_OUT_SHARE * gained && train_holds {
             run_len += 1;
             if run_len >= 3 {
-                let last = (j..v.len()).take_while(|&k| best.0 - sm[k] > HELD_OUT_SIGMA * noise).last().unwrap_or(j);
+                let last = (j..v.len())
+                    .take_while(|&k| best.0 - sm[k] > HELD_OUT_SIGMA * noise)
+                    .last()
+                    .unwrap_or(j);
                 return Some(Sign {
-                    what: format!("held-out {} fell {} → {} while train reward held", name.trim_start_matches("extra."), num(signed(best.0, lower_is_better)), num(signed(sm[j], lower_is_better))),
+                    what: format!(
+                        "held-out {} fell {} → {} while train reward held",
+                        name.trim_start_matches("extra."),
+                        num(signed(best.0, lower_is_better)),
+                        num(signed(sm[j], lower_is_better))
+                    ),
                     onset: pts[best.1],
                     last: pts[last],
                     strength: fall / (HELD_OUT_SIGMA * noise),
@@ -160,7 +213,11 @@ fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
 }
 
 fn signed(x: f64, flip: bool) -> f64 {
-    if flip { -x } else { x }
+    if flip {
+        -x
+    } else {
+        x
+    }
 }
 
 fn kl_outruns(r: &[f64], kl: &[f64]) -> Option<Sign> {
@@ -179,7 +236,11 @@ fn kl_outruns(r: &[f64], kl: &[f64]) -> Option<Sign> {
     let at = onset(&logs, t.saturating_sub(KL_SPAN + 50), t);
     let last = crate::signal::last_flag(&fl).unwrap_or(t);
     Some(Sign {
-        what: format!("KL ×{} over {KL_SPAN} points while reward moved {}", num(ks[t] / carried(&ks, t - KL_SPAN)), num(carried(&rs, t) - carried(&rs, t - KL_SPAN))),
+        what: format!(
+            "KL ×{} over {KL_SPAN} points while reward moved {}",
+            num(ks[t] / carried(&ks, t - KL_SPAN)),
+            num(carried(&rs, t) - carried(&rs, t - KL_SPAN))
+        ),
         onset: at,
         last,
         strength: ks[t] / carried(&ks, t - KL_SPAN) / KL_RATIO,
@@ -196,7 +257,10 @@ fn length_driven(run: &RunInput) -> Option<(Sign, (i64, i64))> {
         while j < s.len() && s.step[j] == s.step[i] {
             j += 1;
         }
-        if let (Ok(p), Some(c)) = (run.steps.binary_search(&s.step[i]), pearson(&s.reward[i..j], &s.completion_len[i..j])) {
+        if let (Ok(p), Some(c)) = (
+            run.steps.binary_search(&s.step[i]),
+            pearson(&s.reward[i..j], &s.completion_len[i..j]),
+        ) {
             corr[p] = c;
         }
         i = j;
@@ -205,7 +269,14 @@ fn length_driven(run: &RunInput) -> Option<(Sign, (i64, i64))> {
     if present < MIN_POINTS {
         return None;
     }
-    let early = median(&corr.iter().copied().filter(|v| !v.is_nan()).take(20).collect::<Vec<_>>())?;
+    let early = median(
+        &corr
+            .iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .take(20)
+            .collect::<Vec<_>>(),
+    )?;
     if early >= CORR_EARLY {
         return None;
     }
@@ -217,7 +288,11 @@ fn length_driven(run: &RunInput) -> Option<(Sign, (i64, i64))> {
     let last = crate::signal::last_flag(&fl).unwrap_or(t);
     Some((
         Sign {
-            what: format!("reward tracks completion length (per-step correlation {} → {})", num(early), num(sm[t])),
+            what: format!(
+                "reward tracks completion length (per-step correlation {} → {})",
+                num(early),
+                num(sm[t])
+            ),
             onset: at,
             last,
             strength: sm[t] / CORR,
@@ -229,12 +304,20 @@ fn length_driven(run: &RunInput) -> Option<(Sign, (i64, i64))> {
 /// Pearson correlation of the pairs where both are present (None under 4 pairs or with
 /// no spread).
 fn pearson(a: &[f64], b: &[f64]) -> Option<f64> {
-    let pairs: Vec<(f64, f64)> = a.iter().zip(b).filter(|(x, y)| !x.is_nan() && !y.is_nan()).map(|(x, y)| (*x, *y)).collect();
+    let pairs: Vec<(f64, f64)> = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| !x.is_nan() && !y.is_nan())
+        .map(|(x, y)| (*x, *y))
+        .collect();
     let n = pairs.len() as f64;
     if pairs.len() < 4 {
         return None;
     }
-    let (ma, mb) = (pairs.iter().map(|p| p.0).sum::<f64>() / n, pairs.iter().map(|p| p.1).sum::<f64>() / n);
+    let (ma, mb) = (
+        pairs.iter().map(|p| p.0).sum::<f64>() / n,
+        pairs.iter().map(|p| p.1).sum::<f64>() / n,
+    );
     let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
     for (x, y) in pairs {
         sab += (x - ma) * (y - mb);

@@ -9,9 +9,16 @@ use rlprobe_series::robust::{causal_robust_z, ZOptions};
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, flags, last_flag, merge_flags, onset, smooth, sustained};
+use crate::signal::{
+    agreement, baseline, confidence, flags, last_flag, merge_flags, onset, smooth, sustained,
+};
 
-pub const DETECTOR: Detector = Detector { name: "kl", codes: &["KL_BLOWUP"], reads: "kl_mean", run };
+pub const DETECTOR: Detector = Detector {
+    name: "kl",
+    codes: &["KL_BLOWUP"],
+    reads: "kl_mean",
+    run,
+};
 
 /// Per-token KL to the reference, in nats. Stable GRPO/PPO runs stay around 0.001–0.1
 /// (TRL's GRPO β = 0.04 and verl's kl_coef 0.001 keep it there; InstructGPT, Ouyang et al.
@@ -35,7 +42,9 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(kl) else { return Outcome::Silent("kl_mean: no baseline".into()) };
+    let Some(base) = baseline(kl) else {
+        return Outcome::Silent("kl_mean: no baseline".into());
+    };
     let res = run.resolution(name);
     let floor = RUNAWAY_FLOOR.max(10.0 * res);
     let steps = &run.steps;
@@ -68,33 +77,69 @@ fn run(run: &RunInput) -> Outcome {
     });
     if let Some((_, t)) = sustained(&runaway, 5, 5) {
         let ratio = s[t] / base.median.max(floor);
-        sev = sev.max(if ratio > 10.0 { Severity::Critical } else { Severity::Warn });
+        sev = sev.max(if ratio > 10.0 {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        });
         trigger = trigger.min(t);
-        why.push(format!("×{} within {RUNAWAY_SPAN} points", num(s[t] / crate::signal::last_value(&s, t - RUNAWAY_SPAN))));
+        why.push(format!(
+            "×{} within {RUNAWAY_SPAN} points",
+            num(s[t] / crate::signal::last_value(&s, t - RUNAWAY_SPAN))
+        ));
         merge_flags(&mut flagged, &runaway);
     }
 
-    let z = causal_robust_z(kl, ZOptions { window: 50, min_points: 20, log_scale: true });
+    let z = causal_robust_z(
+        kl,
+        ZOptions {
+            window: 50,
+            min_points: 20,
+            log_scale: true,
+        },
+    );
     let med = rlprobe_series::rolling::rolling_median(kl, 50, 20);
     let before = |i: usize| crate::signal::last_value(&med, i.saturating_sub(1));
-    let spike = flags(kl, base.end.max(1), |i, x| z[i] > SPIKE_Z && x > SPIKE_RATIO * before(i) && x > floor);
+    let spike = flags(kl, base.end.max(1), |i, x| {
+        z[i] > SPIKE_Z && x > SPIKE_RATIO * before(i) && x > floor
+    });
     if let Some((_, t)) = sustained(&spike, 2, 3) {
         sev = sev.max(Severity::Warn);
         trigger = trigger.min(t);
-        why.push(format!("spike to {}× the trailing median", num(kl[t] / before(t))));
+        why.push(format!(
+            "spike to {}× the trailing median",
+            num(kl[t] / before(t))
+        ));
         merge_flags(&mut flagged, &spike);
     }
 
     if why.is_empty() {
-        return match resolved(run, name, base.median.max(s.iter().copied().filter(|v| !v.is_nan()).fold(0.0, f64::max))) {
+        return match resolved(
+            run,
+            name,
+            base.median.max(
+                s.iter()
+                    .copied()
+                    .filter(|v| !v.is_nan())
+                    .fold(0.0, f64::max),
+            ),
+        ) {
             Err(w) => Outcome::Silent(w),
             Ok(()) => Outcome::Ran(Vec::new()),
         };
     }
     let logs = crate::signal::ln_floor(kl, 1e-12);
-    let at = onset(&logs, trigger.saturating_sub(200).max(base.end.saturating_sub(10)), trigger);
+    let at = onset(
+        &logs,
+        trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+        trigger,
+    );
     let last = last_flag(&flagged).unwrap_or(trigger);
-    let peak = kl[at..=last].iter().copied().filter(|v| !v.is_nan()).fold(0.0, f64::max);
+    let peak = kl[at..=last]
+        .iter()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .fold(0.0, f64::max);
     Outcome::Ran(vec![Finding::new(
         "KL_BLOWUP",
         sev,
@@ -107,4 +152,3 @@ fn run(run: &RunInput) -> Outcome {
     .evidence("baseline", base.median)
     .evidence("peak", peak)])
 }
-

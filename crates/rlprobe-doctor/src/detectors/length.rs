@@ -16,7 +16,8 @@ pub const LENGTH: Detector = Detector {
 pub const TRUNCATION: Detector = Detector {
     name: "truncation",
     codes: &["TRUNCATION_COLLAPSE"],
-    reads: "truncation_rate (or max_len_hit_frac, eos_rate), completion_len_mean / completion_len_max",
+    reads:
+        "truncation_rate (or max_len_hit_frac, eos_rate), completion_len_mean / completion_len_max",
     run: run_truncation,
 };
 
@@ -40,9 +41,13 @@ fn run_length(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(len) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(len) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(len, 9);
-    let reward = run.series("reward_mean").map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
+    let reward = run
+        .series("reward_mean")
+        .map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
     // the reward gain over the span is not keeping up with the length
     let carried = |v: &[f64], i: usize| crate::signal::last_value(v, i);
     // an unknown gain (no reward yet) counts as idle
@@ -58,7 +63,10 @@ fn run_length(run: &RunInput) -> Outcome {
         from,
         10,
         10,
-        |i, x| (x > LEN_RATIO * carried(&s, i - LEN_SPAN) && idle(i)) || x > LEN_ALONE * carried(&s, i - LEN_SPAN),
+        |i, x| {
+            (x > LEN_RATIO * carried(&s, i - LEN_SPAN) && idle(i))
+                || x > LEN_ALONE * carried(&s, i - LEN_SPAN)
+        },
         |i, x| x > LEN_CRIT * carried(&s, i - LEN_SPAN) && idle(i),
     ) else {
         return Outcome::Ran(Vec::new());
@@ -80,21 +88,41 @@ fn run_length(run: &RunInput) -> Outcome {
 }
 
 fn run_truncation(run: &RunInput) -> Outcome {
-    let (name, xs, inverted) = match need(run, &["truncation_rate", "max_len_hit_frac"], MIN_POINTS) {
+    let (name, xs, inverted) = match need(run, &["truncation_rate", "max_len_hit_frac"], MIN_POINTS)
+    {
         Ok((n, xs)) => (n, xs.to_vec(), false),
         Err(why) => match need(run, &["eos_rate"], MIN_POINTS) {
             Ok((n, xs)) => (n, xs.iter().map(|v| 1.0 - v).collect(), true),
             Err(_) => return Outcome::Silent(why.replace("no ", "no eos_rate / ")),
         },
     };
-    let Some(base) = baseline(&xs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(&xs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(&xs, 5);
-    let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > TRUNC_WARN && x > base.median + 0.2, |_, x| x > TRUNC_CRIT) else {
+    let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x > TRUNC_WARN && x > base.median + 0.2,
+        |_, x| x > TRUNC_CRIT,
+    ) else {
         return Outcome::Ran(Vec::new());
     };
-    let at = onset(&xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let at = onset(
+        &xs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last);
-    let what = if inverted { "of completions end without EOS" } else { "of completions truncated at the length cap" };
+    let what = if inverted {
+        "of completions end without EOS"
+    } else {
+        "of completions truncated at the length cap"
+    };
     let mut f = g.date(Finding::new(
         "TRUNCATION_COLLAPSE",
         g.severity,
@@ -105,12 +133,21 @@ fn run_truncation(run: &RunInput) -> Outcome {
     .evidence("baseline", base.median)
     .evidence("latest (smoothed)", now);
     // cross-check: the mean length presses against the cap
-    if let (Some(mean), Some(cap)) = (run.series("completion_len_mean"), run.series("completion_len_max")) {
-        let (m, c) = (crate::signal::last_value(mean, g.last), crate::signal::last_value(cap, g.last));
+    if let (Some(mean), Some(cap)) = (
+        run.series("completion_len_mean"),
+        run.series("completion_len_max"),
+    ) {
+        let (m, c) = (
+            crate::signal::last_value(mean, g.last),
+            crate::signal::last_value(cap, g.last),
+        );
         if m > 0.0 && c > 0.0 {
-            f = f.column("completion_len_mean").evidence("mean length / max length", m / c);
+            f = f
+                .column("completion_len_mean")
+                .evidence("mean length / max length", m / c);
             if m / c > 0.9 {
-                f.message.push_str(&format!("; mean length {} of max {}", num(m), num(c)));
+                f.message
+                    .push_str(&format!("; mean length {} of max {}", num(m), num(c)));
                 f.confidence = (f.confidence + 0.05).min(0.99);
             }
         }
@@ -120,12 +157,39 @@ fn run_truncation(run: &RunInput) -> Outcome {
 }
 
 /// The three longest completions (truncated ones only, if asked) within the steps.
-pub(crate) fn longest(run: &RunInput, from: i64, to: i64, truncated_only: bool) -> Vec<EvidenceSample> {
-    let Some(s) = &run.samples else { return Vec::new() };
+pub(crate) fn longest(
+    run: &RunInput,
+    from: i64,
+    to: i64,
+    truncated_only: bool,
+) -> Vec<EvidenceSample> {
+    let Some(s) = &run.samples else {
+        return Vec::new();
+    };
     let mut idx: Vec<usize> = (0..s.len())
-        .filter(|&i| s.step[i] >= from && s.step[i] <= to && !s.completion_len[i].is_nan() && (!truncated_only || s.truncated[i] == Some(true)))
+        .filter(|&i| {
+            s.step[i] >= from
+                && s.step[i] <= to
+                && !s.completion_len[i].is_nan()
+                && (!truncated_only || s.truncated[i] == Some(true))
+        })
         .collect();
-    idx.sort_by(|&a, &b| s.completion_len[b].total_cmp(&s.completion_len[a]).then(s.step[a].cmp(&s.step[b])));
-    let why = if truncated_only { "longest truncated completion" } else { "longest completion" };
-    idx.iter().take(3).map(|&i| EvidenceSample { step: s.step[i], sample_id: s.sample_id[i].clone(), why: why.into() }).collect()
+    idx.sort_by(|&a, &b| {
+        s.completion_len[b]
+            .total_cmp(&s.completion_len[a])
+            .then(s.step[a].cmp(&s.step[b]))
+    });
+    let why = if truncated_only {
+        "longest truncated completion"
+    } else {
+        "longest completion"
+    };
+    idx.iter()
+        .take(3)
+        .map(|&i| EvidenceSample {
+            step: s.step[i],
+            sample_id: s.sample_id[i].clone(),
+            why: why.into(),
+        })
+        .collect()
 }

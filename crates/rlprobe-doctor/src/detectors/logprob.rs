@@ -24,8 +24,12 @@ const FLOOR: f64 = 1e-3;
 /// Whether an extra column measures rollout-vs-trainer disagreement.
 fn is_mismatch(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    let engine = ["rollout", "inference", "vllm", "sglang", "sampler", "behav"].iter().any(|w| n.contains(w));
-    let diff = ["diff", "mismatch", "kl", "gap"].iter().any(|w| n.contains(w));
+    let engine = ["rollout", "inference", "vllm", "sglang", "sampler", "behav"]
+        .iter()
+        .any(|w| n.contains(w));
+    let diff = ["diff", "mismatch", "kl", "gap"]
+        .iter()
+        .any(|w| n.contains(w));
     let prob = n.contains("prob");
     n.contains("logprob_mismatch") || (engine && diff && (prob || n.contains("kl")))
 }
@@ -44,14 +48,29 @@ fn run(run: &RunInput) -> Outcome {
     cols.sort_by_key(|(k, _)| (!k.contains("mean"), k.contains("max"), k.len()));
     let (name, xs) = cols[0];
     let abs: Vec<f64> = xs.iter().map(|v| v.abs()).collect();
-    let Some(base) = baseline(&abs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(&abs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let floor = FLOOR.max(10.0 * run.resolution(name));
     let s = smooth(&abs, 9);
     let m = base.median.max(floor / WARN);
-    let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > WARN * m && x > floor, |_, x| x > CRIT * m && x > floor) else {
+    let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x > WARN * m && x > floor,
+        |_, x| x > CRIT * m && x > floor,
+    ) else {
         return Outcome::Ran(Vec::new());
     };
-    let at = onset(&abs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let at = onset(
+        &abs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last);
     Outcome::Ran(vec![g.date(Finding::new(
         "LOGPROB_MISMATCH",

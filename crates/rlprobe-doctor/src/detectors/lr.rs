@@ -7,7 +7,12 @@ use super::{num, Detector, Outcome};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 
-pub const DETECTOR: Detector = Detector { name: "learning_rate", codes: &["LR_ANOMALY"], reads: "lr", run };
+pub const DETECTOR: Detector = Detector {
+    name: "learning_rate",
+    codes: &["LR_ANOMALY"],
+    reads: "lr",
+    run,
+};
 
 /// A drop to zero counts as abrupt when the previous value was above this share of the
 /// peak so far: schedules that decay to zero get there through small values.
@@ -20,7 +25,9 @@ const JUMP: f64 = 1.2;
 const ZERO_CRIT: usize = 3;
 
 fn run(run: &RunInput) -> Outcome {
-    let Some(lr) = run.series("lr") else { return Outcome::Silent("no lr column".into()) };
+    let Some(lr) = run.series("lr") else {
+        return Outcome::Silent("no lr column".into());
+    };
     let res = run.resolution("lr");
     let pts: Vec<usize> = (0..lr.len()).filter(|&i| !lr[i].is_nan()).collect();
     if pts.len() < 10 {
@@ -50,7 +57,11 @@ fn run(run: &RunInput) -> Outcome {
     if let Some((first, last, before)) = zero {
         let n = pts.iter().filter(|&&i| i >= first && i <= last).count();
         let ended = last == *pts.last().unwrap();
-        let sev = if n >= ZERO_CRIT { Severity::Critical } else { Severity::Warn };
+        let sev = if n >= ZERO_CRIT {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
         out.push(
             Finding::new(
                 "LR_ANOMALY",

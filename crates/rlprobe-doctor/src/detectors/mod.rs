@@ -65,7 +65,11 @@ pub static DETECTORS: &[Detector] = &[
 pub const MIN_POINTS: usize = BASELINE_SKIP + BASELINE_POINTS;
 
 /// The first of `names` the run has, with its values; or why there is none usable.
-pub(crate) fn need<'a>(run: &'a RunInput, names: &[&'static str], min_points: usize) -> Result<(&'static str, &'a [f64]), String> {
+pub(crate) fn need<'a>(
+    run: &'a RunInput,
+    names: &[&'static str],
+    min_points: usize,
+) -> Result<(&'static str, &'a [f64]), String> {
     let Some((name, xs)) = names.iter().find_map(|n| run.series(n).map(|xs| (*n, xs))) else {
         return Err(format!("no {} column", names.join(" / ")));
     };
@@ -81,7 +85,9 @@ pub(crate) fn need<'a>(run: &'a RunInput, names: &[&'static str], min_points: us
 pub(crate) fn resolved(run: &RunInput, name: &str, level: f64) -> Result<(), String> {
     let res = run.resolution(name);
     if res > 0.0 && level.abs() < 10.0 * res {
-        return Err(format!("{name} sits below its log's printing resolution ({res})"));
+        return Err(format!(
+            "{name} sits below its log's printing resolution ({res})"
+        ));
     }
     Ok(())
 }
@@ -95,7 +101,19 @@ pub(crate) fn num(x: f64) -> String {
     if a != 0.0 && !(1e-3..1e5).contains(&a) {
         return format!("{x:.2e}");
     }
-    let digits = if a >= 100.0 { 0 } else if a >= 10.0 { 1 } else if a >= 1.0 { 2 } else { 3 };
+    let digits = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        3
+    };
     let s = format!("{x:.digits$}");
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }

@@ -15,8 +15,21 @@ pub const DETECTOR: Detector = Detector {
 
 /// Columns whose non-finite values mean the update itself is broken.
 const WATCHED: &[&str] = &[
-    "loss", "grad_norm", "grad_norm_post_clip", "reward_mean", "reward_std", "kl_mean", "kl_max", "entropy_mean",
-    "logprob_mean", "ratio_mean", "adv_mean", "adv_std", "value_loss", "lr", "weight_update_ratio",
+    "loss",
+    "grad_norm",
+    "grad_norm_post_clip",
+    "reward_mean",
+    "reward_std",
+    "kl_mean",
+    "kl_max",
+    "entropy_mean",
+    "logprob_mean",
+    "ratio_mean",
+    "adv_mean",
+    "adv_std",
+    "value_loss",
+    "lr",
+    "weight_update_ratio",
 ];
 
 fn run(run: &RunInput) -> Outcome {
@@ -58,8 +71,11 @@ fn run(run: &RunInput) -> Outcome {
     .confidence(0.99)
     .evidence("points", points.len() as f64);
     for (name, at) in &hits {
-        f = f.column(name).evidence(&format!("{name} non-finite points"), at.len() as f64);
+        f = f
+            .column(name)
+            .evidence(&format!("{name} non-finite points"), at.len() as f64);
     }
-    f.message.push_str(&format!(" (last at step {})", run.steps[last]));
+    f.message
+        .push_str(&format!(" (last at step {})", run.steps[last]));
     Outcome::Ran(vec![f])
 }

@@ -6,7 +6,12 @@ use crate::finding::Finding;
 use crate::input::RunInput;
 use crate::signal::{baseline, graded, onset, smooth};
 
-pub const DETECTOR: Detector = Detector { name: "repetition", codes: &["REPETITION_LOOPS"], reads: "repetition_rate", run };
+pub const DETECTOR: Detector = Detector {
+    name: "repetition",
+    codes: &["REPETITION_LOOPS"],
+    reads: "repetition_rate",
+    run,
+};
 
 /// Share of repeated n-grams (or of looping completions, per the trainer's definition):
 /// above 0.3 and three times its early level is a warning, above 0.6 critical. Repetition
@@ -21,13 +26,28 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(xs) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let Some(base) = baseline(xs) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(xs, 9);
     let m = base.median;
-    let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > WARN && x > WARN_REL * m, |_, x| x > CRIT && x > WARN_REL * m) else {
+    let Some(g) = graded(
+        &s,
+        base.end,
+        5,
+        5,
+        |_, x| x > WARN && x > WARN_REL * m,
+        |_, x| x > CRIT && x > WARN_REL * m,
+    ) else {
         return Outcome::Ran(Vec::new());
     };
-    let at = onset(xs, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let at = onset(
+        xs,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last);
     let mut f = g.date(Finding::new(
         "REPETITION_LOOPS",

@@ -9,7 +9,10 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, flags, last_flag, onset, ols_slope, slope_change, smooth, sustained, Baseline};
+use crate::signal::{
+    agreement, baseline, confidence, flags, last_flag, ols_slope, onset, slope_change, smooth,
+    sustained, Baseline,
+};
 
 pub const DETECTOR: Detector = Detector {
     name: "reward",
@@ -40,13 +43,18 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(r) else { return Outcome::Silent("reward_mean: no baseline".into()) };
+    let Some(base) = baseline(r) else {
+        return Outcome::Silent("reward_mean: no baseline".into());
+    };
     let res = run.resolution("reward_mean");
     let noise = base.sigma.max(res).max(1e-9);
     let s = smooth(r, 9);
     let mut out = Vec::new();
     let collapse = collapse(run, r, &s, &base, noise);
-    let collapse_from = collapse.as_ref().map(|f| f.onset_index).unwrap_or(usize::MAX);
+    let collapse_from = collapse
+        .as_ref()
+        .map(|f| f.onset_index)
+        .unwrap_or(usize::MAX);
     out.extend(collapse);
     out.extend(saturation(run, r, &s, &base));
     if collapse_from == usize::MAX {
@@ -67,7 +75,9 @@ fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -
     let start = base.median;
     let fl = flags(s, base.end, |i, x| {
         let drop = peaks[i] - x;
-        drop > COLLAPSE_SIGMA * noise / 3.0_f64.sqrt() && drop > COLLAPSE_SHARE * (peaks[i] - start).max(0.0) && drop > 0.05 * peaks[i].abs().max(noise)
+        drop > COLLAPSE_SIGMA * noise / 3.0_f64.sqrt()
+            && drop > COLLAPSE_SHARE * (peaks[i] - start).max(0.0)
+            && drop > 0.05 * peaks[i].abs().max(noise)
     });
     let (_, t) = sustained(&fl, 5, 5)?;
     let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
@@ -91,7 +101,9 @@ fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -
 }
 
 fn saturation(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline) -> Option<Finding> {
-    let spread = run.series("reward_std").and_then(|sd| baseline(sd).filter(|b| b.median > 0.0).map(|b| (sd, b)));
+    let spread = run
+        .series("reward_std")
+        .and_then(|sd| baseline(sd).filter(|b| b.median > 0.0).map(|b| (sd, b)));
     let zv = run.series("zero_variance_group_frac");
     if spread.is_none() && zv.is_none() {
         return None;
@@ -102,7 +114,10 @@ fn saturation(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline) -> Option<F
     let mut top = f64::NEG_INFINITY;
     let mut tops = vec![f64::NAN; r.len()];
     for i in 0..r.len() {
-        let c = ceiling.map(|m| m[i]).filter(|v| !v.is_nan()).unwrap_or(r[i]);
+        let c = ceiling
+            .map(|m| m[i])
+            .filter(|v| !v.is_nan())
+            .unwrap_or(r[i]);
         if !c.is_nan() {
             top = top.max(c);
         }
@@ -131,7 +146,9 @@ fn saturation(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline) -> Option<F
     .column("reward_mean")
     .evidence("reward (smoothed)", now);
     if let Some(sd) = &sd_s {
-        f = f.column("reward_std").evidence("reward_std (smoothed)", crate::signal::last_value(sd, last));
+        f = f
+            .column("reward_std")
+            .evidence("reward_std (smoothed)", crate::signal::last_value(sd, last));
     }
     Some(f)
 }
@@ -146,7 +163,9 @@ fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
     let mut end = STALL_WINDOW + crate::signal::BASELINE_SKIP;
     while end <= pts.len() {
         let w: Vec<f64> = pts[end - STALL_WINDOW..end].iter().map(|&i| r[i]).collect();
-        let Some((slope, se)) = ols_slope(&w) else { break };
+        let Some((slope, se)) = ols_slope(&w) else {
+            break;
+        };
         let flat = slope / se < STALL_T && slope * (STALL_WINDOW as f64) < STALL_MOVE * noise;
         if flat {
             hits.push(end - 1);

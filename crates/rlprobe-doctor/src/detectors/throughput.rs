@@ -28,7 +28,10 @@ fn run(run: &RunInput) -> Outcome {
     let summed: Vec<f64>;
     let (name, t) = match need(run, &["step_time_s"], MIN_POINTS) {
         Ok(x) => x,
-        Err(why) => match (run.series("generation_time_s"), run.series("optimization_time_s")) {
+        Err(why) => match (
+            run.series("generation_time_s"),
+            run.series("optimization_time_s"),
+        ) {
             (Some(g), Some(o)) => {
                 summed = g.iter().zip(o).map(|(a, b)| a + b).collect();
                 if summed.iter().filter(|v| !v.is_nan()).count() < MIN_POINTS {
@@ -39,22 +42,63 @@ fn run(run: &RunInput) -> Outcome {
             _ => return Outcome::Silent(why),
         },
     };
-    let logs: Vec<f64> = t.iter().map(|x| if *x > 0.0 { x.ln() } else { f64::NAN }).collect();
-    let z = causal_robust_z(&logs, ZOptions { window: 50, min_points: 15, log_scale: false });
+    let logs: Vec<f64> = t
+        .iter()
+        .map(|x| if *x > 0.0 { x.ln() } else { f64::NAN })
+        .collect();
+    let z = causal_robust_z(
+        &logs,
+        ZOptions {
+            window: 50,
+            min_points: 15,
+            log_scale: false,
+        },
+    );
     // isolated spikes only: the next point is back to normal (a sustained slowdown's first
     // points also score high, and must stay to date its onset)
-    let next_normal = |i: usize| (i + 1..z.len()).find(|&j| !z[j].is_nan()).is_none_or(|j| z[j] < SPIKE_Z / 2.0);
-    let masked: Vec<f64> = (0..logs.len()).map(|i| if z[i] > SPIKE_Z && next_normal(i) { f64::NAN } else { logs[i] }).collect();
-    let Some(base) = baseline(&masked) else { return Outcome::Silent(format!("{name}: no baseline")) };
+    let next_normal = |i: usize| {
+        (i + 1..z.len())
+            .find(|&j| !z[j].is_nan())
+            .is_none_or(|j| z[j] < SPIKE_Z / 2.0)
+    };
+    let masked: Vec<f64> = (0..logs.len())
+        .map(|i| {
+            if z[i] > SPIKE_Z && next_normal(i) {
+                f64::NAN
+            } else {
+                logs[i]
+            }
+        })
+        .collect();
+    let Some(base) = baseline(&masked) else {
+        return Outcome::Silent(format!("{name}: no baseline"));
+    };
     let s = smooth(&masked, 21);
     let m = base.median;
-    let Some(g) = graded(&s, base.end, 10, 10, |_, x| x > m + WARN.ln(), |_, x| x > m + CRIT.ln()) else {
+    let Some(g) = graded(
+        &s,
+        base.end,
+        10,
+        10,
+        |_, x| x > m + WARN.ln(),
+        |_, x| x > m + CRIT.ln(),
+    ) else {
         return Outcome::Ran(Vec::new());
     };
-    let at = onset(&masked, g.trigger.saturating_sub(200).max(crate::signal::BASELINE_SKIP), g.trigger);
+    let at = onset(
+        &masked,
+        g.trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
+        g.trigger,
+    );
     let now = crate::signal::last_value(&s, g.last).exp();
     let was = m.exp();
-    let col = if name == "step_time_s" { "step_time_s" } else { "generation_time_s" };
+    let col = if name == "step_time_s" {
+        "step_time_s"
+    } else {
+        "generation_time_s"
+    };
     Outcome::Ran(vec![g.date(Finding::new(
         "THROUGHPUT_REGRESSION",
         g.severity,

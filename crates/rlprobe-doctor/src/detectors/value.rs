@@ -46,23 +46,46 @@ fn run(run: &RunInput) -> Outcome {
         let s = smooth(xs, 15);
         if let Some(g) = graded(&s, GRACE, 10, 10, |_, x| x < EV_WARN, |_, x| x < EV_CRIT) {
             let now = crate::signal::last_value(&s, g.last);
-            parts.push(Part { graded: g, what: format!("explained variance {}", num(now)), ratio: (EV_WARN - now + 1.0).max(1.0), column: name });
+            parts.push(Part {
+                graded: g,
+                what: format!("explained variance {}", num(now)),
+                ratio: (EV_WARN - now + 1.0).max(1.0),
+                column: name,
+            });
         }
     }
     if let Ok((name, xs)) = vl {
         if let Some(base) = baseline_from(xs, GRACE, 30).filter(|b| b.median > 0.0) {
             let s = smooth(xs, 9);
             let m = base.median;
-            if let Some(g) = graded(&s, base.end, 5, 5, |_, x| x > LOSS_WARN * m, |_, x| x > LOSS_CRIT * m) {
+            if let Some(g) = graded(
+                &s,
+                base.end,
+                5,
+                5,
+                |_, x| x > LOSS_WARN * m,
+                |_, x| x > LOSS_CRIT * m,
+            ) {
                 let now = crate::signal::last_value(&s, g.last);
-                parts.push(Part { graded: g, what: format!("value loss {} → {}", num(m), num(now)), ratio: now / m / LOSS_WARN, column: name });
+                parts.push(Part {
+                    graded: g,
+                    what: format!("value loss {} → {}", num(m), num(now)),
+                    ratio: now / m / LOSS_WARN,
+                    column: name,
+                });
             }
         }
     }
-    let Some(first) = parts.iter().min_by_key(|p| p.graded.trigger) else { return Outcome::Ran(Vec::new()) };
+    let Some(first) = parts.iter().min_by_key(|p| p.graded.trigger) else {
+        return Outcome::Ran(Vec::new());
+    };
     let g = &first.graded;
     let severity = parts.iter().map(|p| p.graded.severity).max().unwrap();
-    let at = onset(run.series(first.column).unwrap(), g.trigger.saturating_sub(200).max(GRACE), g.trigger);
+    let at = onset(
+        run.series(first.column).unwrap(),
+        g.trigger.saturating_sub(200).max(GRACE),
+        g.trigger,
+    );
     let last = parts.iter().map(|p| p.graded.last).max().unwrap();
     let mut f = Finding::new(
         "VALUE_FUNCTION_FAILURE",
