@@ -270,7 +270,7 @@ impl<W: Write> ChecksumSink<W> {
             self.hasher.update(&buf[..n]);
             self.written += n as u64;
             buf = &buf[n..];
-            if self.written % BLOCK == 0 {
+            if self.written.is_multiple_of(BLOCK) {
                 self.blocks
                     .push(std::mem::take(&mut self.hasher).finalize());
             }

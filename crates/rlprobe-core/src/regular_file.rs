@@ -111,8 +111,9 @@ mod tests {
     #[test]
     fn only_regular_files_are_opened_and_the_error_says_what_it_found() {
         let dir = tempdir("regular");
-        let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
-            ("fifo", Box::new(|p| mkfifo(p)), "a FIFO (named pipe)"),
+        type MakeFile = Box<dyn Fn(&Path)>;
+        let cases: Vec<(&str, MakeFile, &str)> = vec![
+            ("fifo", Box::new(mkfifo), "a FIFO (named pipe)"),
             (
                 "zero",
                 Box::new(|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),

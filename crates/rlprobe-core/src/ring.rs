@@ -381,7 +381,7 @@ mod tests {
                     return seen; // terminator
                 }
                 assert!(
-                    last.map_or(true, |l| k > l),
+                    last.is_none_or(|l| k > l),
                     "out of order: {k} after {last:?}"
                 );
                 assert_eq!(out.len(), (k % 7 + 1) as usize);

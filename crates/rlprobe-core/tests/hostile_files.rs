@@ -314,8 +314,8 @@ fn flip_bits<T: PartialEq>(
     let mut rng = Rng(seed);
     let (mut identical, mut errors) = (0, 0);
     for flip in 0..flips {
-        let at = (rng.next() % original_bytes.len() as u64) as usize;
-        let bit = (rng.next() % 8) as u8;
+        let at = (rng.next_u64() % original_bytes.len() as u64) as usize;
+        let bit = (rng.next_u64() % 8) as u8;
         let mut bytes = original_bytes.clone();
         bytes[at] ^= 1 << bit;
         // a fresh name per flip: no cache may serve the previous file's footer

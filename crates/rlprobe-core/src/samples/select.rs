@@ -157,7 +157,7 @@ fn take_first(v: &mut [u32], k: usize, order: impl Fn(&u32, &u32) -> Ordering) {
 /// with the call's ordinal, so calls draw independently and a rerun draws the same.
 pub fn call_seed(recorder_seed: u64, call: u64) -> u64 {
     let mut s = SplitMix64(recorder_seed ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    s.next()
+    s.next_u64()
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for a sample draw
@@ -165,7 +165,7 @@ pub fn call_seed(recorder_seed: u64, call: u64) -> u64 {
 pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -176,7 +176,7 @@ impl SplitMix64 {
     /// Uniform in `0..bound` (Lemire's multiply-shift; the bias is below 2^-32 for the
     /// batch sizes we see).
     fn below(&mut self, bound: u64) -> u64 {
-        ((self.next() as u128 * bound as u128) >> 64) as u64
+        ((self.next_u64() as u128 * bound as u128) >> 64) as u64
     }
 }
 

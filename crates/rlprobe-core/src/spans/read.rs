@@ -83,9 +83,7 @@ impl SpanFilter {
                     self.step_min.is_none_or(|m| *hi >= m) && self.step_max.is_none_or(|m| *lo <= m)
                 }
                 // only null steps in this group: none can match a step filter
-                _ => !s
-                    .null_count_opt()
-                    .is_some_and(|n| n as i64 == rg.num_rows()),
+                _ => s.null_count_opt().is_none_or(|n| n as i64 != rg.num_rows()),
             },
             _ => true,
         }
