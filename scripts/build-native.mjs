@@ -13,7 +13,7 @@
 //   node scripts/build-native.mjs --target <triple> --out <dir>
 //                                                        a release binary (portable, stripped)
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PREBUILT_PLATFORMS, hostPlatform, platformOfTarget } from '../native/platforms.js';

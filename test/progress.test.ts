@@ -37,7 +37,9 @@ describe('Progress', () => {
     p.done();
     const frames = out.text.split('\r').filter(Boolean);
     assert.equal(frames.length, 2);
+    // oxlint-disable-next-line no-control-regex -- the test is about the ESC[K the bar writes
     assert.match(frames[0], /^compacting \[######------------------\] 1\/4 steps\x1b\[K$/);
+    // oxlint-disable-next-line no-control-regex -- as above
     assert.match(frames[1], /^compacting \[########################\] 4\/4 rank-001 samples\x1b\[K\n$/);
     assert.ok(frames.every((f) => f.replace('\x1b[K', '').trimEnd().length <= 79), 'never wider than the terminal');
   });

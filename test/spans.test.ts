@@ -13,7 +13,7 @@ import { after, describe, test } from 'node:test';
 import type { TestContext } from 'node:test';
 
 
-import { Recorder, RlprobeError, RunReader, buildReport, compactRun, keyedSpanId, renderHtml } from '../ts/index.js';
+import { Recorder, RunReader, buildReport, compactRun, keyedSpanId, renderHtml } from '../ts/index.js';
 import type { CloseSummary, RecorderOptions, RunEvent, Span, SpanRecord, SpanTreeNode, StoredSampleRecord } from '../ts/index.js';
 import { probe } from './helpers/in-process-cli.js';
 import type { CliResult } from './helpers/in-process-cli.js';

@@ -2225,7 +2225,7 @@ describe('bounds', () => {
     // the full list, one entry per line, sorted by path, sha256 for every collected file
     const lines = readFileSync(path.join(run, 'trials', m.capture_key, 'ledger.jsonl'), 'utf8').trimEnd().split('\n').map((x) => JSON.parse(x) as LedgerEntry);
     assert.equal(lines.length, 209);
-    assert.deepEqual(lines.map((e) => e.path), [...lines.map((e) => e.path)].sort());
+    assert.deepEqual(lines.map((e) => e.path), lines.map((e) => e.path).sort());
     for (const e of lines.filter((x) => x.status === 'collected')) assert.equal(e.sha256, sha256(readFileSync(path.join(trial, ...e.path.split('/')))), e.path);
     for (const e of l.entries) assert.deepEqual(e, lines.find((x) => x.path === e.path), `${e.path}: listed as in the full ledger`);
 

@@ -32,7 +32,7 @@ export class ProbeCli extends Cli<BaseContext> {
 
   // `void` as clipanion declares it (a context-less run), so this overrides both its overloads
   async run(input: Command<BaseContext> | string[], userContext?: Partial<BaseContext> | void): Promise<number> {
-    const context: BaseContext = { ...Cli.defaultContext, ...(userContext ?? {}) };
+    const context: BaseContext = { ...Cli.defaultContext, ...userContext };
     this.colored = wantsColour(context);
     if (!Array.isArray(input)) return super.run(input, context);
     let command: Command<BaseContext>;

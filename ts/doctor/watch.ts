@@ -91,6 +91,7 @@ export class RunWatcher {
 
   /** Ticks every `intervalMs` until the run ends or `signal` aborts; `onTick` sees each result. */
   async follow(intervalMs: number, onTick: (r: TickResult) => void, signal?: AbortSignal): Promise<void> {
+    // oxlint-disable-next-line no-unmodified-loop-condition -- the caller's AbortController flips it
     while (!signal?.aborted) {
       let result: TickResult | null = null;
       try {

@@ -233,10 +233,8 @@ export class RunReader {
    */
   samples(query: SampleQuery = {}): Generator<StoredSampleRecord, void, undefined> {
     const q = parseSampleQuery(query);
-    const reader = this;
-    return (function* () {
-      for (const batch of streamSampleBatches(reader.sampleDirs(q.ranks), q, reader.adapter)) yield* batch;
-    })();
+    // the query is checked now; the files are listed when the first sample is asked for
+    return flattenBatches(() => streamSampleBatches(this.sampleDirs(q.ranks), q, this.adapter));
   }
 
   /** `samples()` one batch (array) at a time. */
@@ -441,4 +439,8 @@ export class RunReader {
     }
     return last;
   }
+}
+
+function* flattenBatches<T>(open: () => Iterable<T[]>): Generator<T, void, undefined> {
+  for (const batch of open()) yield* batch;
 }

@@ -49,6 +49,7 @@ let inSignalTurn = false;
 
 function each(fn: (t: CrashHookTarget) => void): void {
   // copy: a target may unregister itself while we iterate
+  // oxlint-disable-next-line no-useless-spread -- the copy is the point: a target may unregister mid-loop
   for (const t of [...targets]) {
     try {
       fn(t);

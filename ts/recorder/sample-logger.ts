@@ -133,6 +133,7 @@ export class SampleLogger {
 
   /** Selections still off-thread are finished here, synchronously (flush, close, exit). */
   settle(): void {
+    // oxlint-disable-next-line no-useless-spread -- finish() deletes from the set being walked
     for (const p of [...this.pending]) this.finish(p, null);
   }
 

@@ -23,7 +23,7 @@ import type { CaptureManifest } from './manifest.js';
 import { beginCapture, captureDir, captureFilesDir, finishCapture, finishedCaptureOf, readCaptureManifest, runIdOf, supersedeUnfinished } from './run-store.js';
 
 export { readCaptureManifest };
-import { isCaptureKey, safeRelative, stepsProblem } from './safe-path.js';
+import { safeRelative, stepsProblem } from './safe-path.js';
 import { trialStepOf } from './trajectories.js';
 
 export async function captureTrial(trialDir: string, options: CaptureOptions): Promise<CaptureManifest> {

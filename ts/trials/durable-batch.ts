@@ -59,7 +59,8 @@ export async function commitFiles(dir: string, files: readonly string[]): Promis
   } catch (e) {
     // storage that went away fails every file alike: say that, not the first file's ENOENT
     await stat(dir).catch((gone: Error) => {
-      throw new Error(`the destination ${dir} is not reachable: ${gone.message}`);
+      // oxlint-disable-next-line preserve-caught-error -- the cause is the stat failure, not the copy's
+      throw new Error(`the destination ${dir} is not reachable: ${gone.message}`, { cause: gone });
     });
     throw e;
   }

@@ -3,7 +3,7 @@
  * `spans.parquet` and, for a ledger too long to list in the manifest, `ledger.jsonl`. Only
  * this module writes there.
  */
-import { existsSync, lstatSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { lstatSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 

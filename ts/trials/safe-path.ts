@@ -56,6 +56,7 @@ export function isCleanRelative(rel: unknown): rel is string {
 /** Why a list of multi-step step names is unusable as directory names, or null. */
 export function stepsProblem(steps: unknown): string | null {
   if (!Array.isArray(steps)) return 'trial.steps is not a list';
+  // oxlint-disable-next-line no-control-regex -- NUL is exactly what a path segment must not hold
   const bad = steps.find((n) => typeof n !== 'string' || n === '' || n === '.' || n === '..' || /[/\\\u0000]/.test(n));
   return bad === undefined ? null : `trial.steps names ${JSON.stringify(bad)}, not a step directory name`;
 }

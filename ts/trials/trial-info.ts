@@ -160,6 +160,7 @@ function stepOutcomes(fields: FieldReader, result: Obj): StepOutcome[] {
     const o = item as Obj;
     const name = fields.string(o, 'step_name', `${at}.step_name`) ?? fields.string(o, 'name', `${at}.name`);
     // a name becomes a directory name (steps/<name>/): one plain segment only
+    // oxlint-disable-next-line no-control-regex -- NUL is exactly what a path segment must not hold
     if (name === null || name === '.' || name === '..' || /[/\\\u0000]/.test(name)) {
       fields.note(`${at} has no usable step_name (${name === null ? 'none' : JSON.stringify(name)}: not one directory name); skipped`);
       return;

@@ -139,7 +139,7 @@ export class DestinationDirs {
     try {
       await stat(this.root);
     } catch (e) {
-      throw new Error(`the destination ${this.root} is not reachable: ${(e as Error).message}`);
+      throw new Error(`the destination ${this.root} is not reachable: ${(e as Error).message}`, { cause: e });
     }
   }
 
