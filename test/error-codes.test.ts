@@ -77,6 +77,14 @@ describe('the list of codes', () => {
     assert.deepEqual([...RLPROBE_ERROR_CODES].sort(), expected);
     assert.equal(new Set(RLPROBE_ERROR_CODES).size, RLPROBE_ERROR_CODES.length, 'no code listed twice');
   });
+
+  test('the README documents every code, and the package exports the list', async () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const undocumented = RLPROBE_ERROR_CODES.filter((code) => !readme.includes(`\`${code}\``));
+    assert.deepEqual(undocumented, [], 'codes missing from the README');
+    const pkg = await import('../ts/index.js');
+    assert.equal(pkg.RLPROBE_ERROR_CODES, RLPROBE_ERROR_CODES);
+  });
 });
 
 describe('a native failure carries its code natively and names what it is about', () => {

@@ -27,15 +27,25 @@ export const RLPROBE_ERROR_CODES = [
   // from the loader (native/index.js): no native addon loads on this machine
   'RLPROBE_NATIVE_MISSING',
   // from the facade
+  /** A Recorder or capture option is invalid; the message names the option and the value. */
   'RLPROBE_INVALID_OPTION',
+  /** A read filter is invalid (or names a finding the run does not have). */
   'RLPROBE_INVALID_QUERY',
+  /** The directory has no manifest.json: it is not a run (yet). */
   'RLPROBE_NOT_A_RUN',
+  /** manifest.json is not a valid manifest; the message names the first bad field. */
   'RLPROBE_BAD_MANIFEST',
+  /** The run was written by a newer rlprobe than this one can read. */
   'RLPROBE_SCHEMA_TOO_NEW',
+  /** The run's schema version is older and cannot be written to (only read, through migration). */
   'RLPROBE_SCHEMA_UNSUPPORTED',
+  /** `probe import` could not turn the source into a run. */
   'RLPROBE_IMPORT_FAILED',
+  /** The live doctor halted the run on a critical finding (`haltSignal`'s reason). */
   'RLPROBE_AUTO_HALT',
+  /** The directory is not a Harbor trial directory. */
   'RLPROBE_NOT_A_TRIAL',
+  /** A captured trial or other named thing is not in the run. */
   'RLPROBE_NOT_FOUND',
 ] as const;
 

@@ -40,7 +40,7 @@ export { importVerl } from './import/verl.js';
 export { importJsonl } from './import/jsonl.js';
 export type { JsonlImportOptions, JsonlMap } from './import/jsonl.js';
 export type { ImportFormat, ImportOptions, ImportResult, ImportSource } from './import/write-import.js';
-export { RlprobeError } from './errors.js';
+export { RLPROBE_ERROR_CODES, RlprobeError } from './errors.js';
 export type { RlprobeErrorCode } from './errors.js';
 export { SCHEMA_VERSION, RunManifestSchema } from './schema/manifest.js';
 export type { RunManifest } from './schema/manifest.js';
