@@ -274,7 +274,7 @@ test('spans: DuckDB reads the span files, and the documented last-write query ag
   const spansDir = path.join(dir, 'spans');
   const glob = `${sqlPath(spansDir)}/*.parquet`;
   const compacted = sqlPath(path.join(spansDir, 'spans.parquet'));
-  // the query docs/format-notes.md gives for a live run
+  // the query docs/format.md#spans gives for a live run
   const lastWrite = `SELECT * FROM read_parquet('${glob}', filename=true, file_row_number=true) QUALIFY row_number() OVER (PARTITION BY span_id ORDER BY filename = '${compacted}', filename DESC, file_row_number DESC) = 1`;
   await withDuckDB(async (con) => {
     const rows = async (sql: string) => (await con.runAndReadAll(`${sql} ORDER BY start_time`)).getRowObjectsJS();

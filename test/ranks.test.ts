@@ -1,5 +1,5 @@
 /**
- * Distributed runs (format: Distributed runs) with real processes, one per rank, started
+ * Distributed runs (docs/format.md#ranks) with real processes, one per rank, started
  * the way a launcher starts them: the same run directory, RANK and WORLD_SIZE in the
  * environment (test/children/rank-child.ts).
  *

@@ -242,7 +242,7 @@ describe('events.jsonl', () => {
   });
 });
 
-describe('multi-rank runs (format: Distributed runs)', () => {
+describe('multi-rank runs (docs/format.md#ranks)', () => {
   test('the parent reader merges rank-NNN events (rank-attributed, by time); steps stay rank 0', () => {
     const dir = path.join(tempDir(), 'run');
     const rank0 = new Recorder(dir, { ...QUIET, captureEnvironment: false });

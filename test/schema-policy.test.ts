@@ -1,5 +1,5 @@
 /**
- * Schema-version policy (format: Schema versioning; reader/migrations.ts):
+ * Schema-version policy (docs/format.md#schema-versioning; ts/reader/migrations.ts):
  * - an older recording is migrated on read, in memory only: a synthetic schema_version 0
  *   (manifest `algo`, step columns `extra.kl`/`extra.entropy`, sample column `extra.reward`,
  *   events with `ts_ms`) reads as version 1 through a test migration, and is refused

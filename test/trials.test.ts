@@ -441,7 +441,7 @@ describe('declared artifacts', () => {
       'artifacts/manifest.json': [
         { source: '/logs/a.log', destination: 'artifacts/logs/a.log', type: 'file', status: 'ok' },
         { source: '/logs/gone.log', destination: 'artifacts/logs/gone.log', type: 'file', status: 'failed' },
-        { source: '/work/outside.txt', destination: '../../outside.txt', type: 'file', status: 'ok' },
+        { source: '/app/outside.txt', destination: '../../outside.txt', type: 'file', status: 'ok' },
         { source: '/etc/passwd', destination: '/etc/passwd', type: 'file', status: 'ok' },
       ],
       'artifacts/logs/a.log': 'a\n',
@@ -778,7 +778,7 @@ describe('multi-step trials', () => {
     assert.equal(b.attributes.reward, null);
   });
 
-  it('a step without a trajectory still has its trial_step span (format-notes: one per steps/<name>/) with its reward', async () => {
+  it('a step without a trajectory still has its trial_step span (docs/format.md#the-captures-spans: one per steps/<name>/) with its reward', async () => {
     const { root, run } = await setup('multistep-notraj');
     const trial = path.join(root, 'mnt__N0000');
     writeTree(trial, {

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The package root (/work/main). */
+/** The package root: the repository's top directory. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Absolute import specifier of the public entry point, for child scripts. */
 export const INDEX_TS = path.join(ROOT, 'ts', 'index.ts');

@@ -1,9 +1,10 @@
 /**
  * Harbor trial directories for test/trials.test.ts: built on disk in the test's own temporary
- * directories, with the shared Harbor fixtures (read-only) copied in where a real trajectory
- * is wanted. Plus the independent references the tests check the capture against: sha256
- * with node:crypto, FNV-1a 64 with BigInt (capture keys and keyed span ids), recursive file
- * listings and byte scans of a run directory, and the `probe` CLI run in this process.
+ * directories, with the Harbor fixtures of test/fixtures/harbor (read-only) copied in where a
+ * real trajectory is wanted. Plus the independent references the tests check the capture
+ * against: sha256 with node:crypto, FNV-1a 64 with BigInt (capture keys and keyed span ids),
+ * recursive file listings and byte scans of a run directory, and the `probe` CLI run in this
+ * process.
  */
 import { createHash } from 'node:crypto';
 import { cpSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,11 +12,12 @@ import path from 'node:path';
 
 
 import { Recorder } from '../../ts/index.js';
+import { ROOT } from './fixtures.js';
 export { probe } from './in-process-cli.js';
 export type { CliResult } from './in-process-cli.js';
 
-/** The shared Harbor fixtures (read-only inputs; see SOURCES.md there). */
-export const HARBOR = '/work/shared/fixtures/harbor';
+/** The Harbor fixtures (read-only inputs; provenance in test/fixtures/harbor/SOURCES.md). */
+export const HARBOR = path.resolve(ROOT, 'test', 'fixtures', 'harbor');
 export const CLAUDE_CODE = path.join(HARBOR, 'claude-code-atif-v1.7', 'pass');
 export const SUBAGENTS = path.join(HARBOR, 'terminus-2-golden', 'context-summarization-subagents-v1.7');
 export const CONTINUATION = path.join(HARBOR, 'terminus-2-golden', 'linear-history-continuation-v1.7');
@@ -40,7 +42,7 @@ export function fnv1a64(s: string): string {
   return h.toString(16).padStart(16, '0');
 }
 
-/** format-notes: `<slug>.<12 hex of FNV-1a 64 of "rlprobe.trial\0<identity>">`. */
+/** docs/format.md#trials: `<slug>.<12 hex of FNV-1a 64 of "rlprobe.trial\0<identity>">`. */
 export function expectedKey(slug: string, identity: string): string {
   return `${slug}.${fnv1a64(`rlprobe.trial\u0000${identity}`).slice(0, 12)}`;
 }

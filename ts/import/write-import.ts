@@ -76,7 +76,7 @@ export interface ImportResult {
   resolution: Record<string, number>;
 }
 
-/** Ring room per queued record on the native side (SLOTS_PER_RECORD in crates/rlprobe-core/src/writer.rs). */
+/** Ring room per queued record on the native side (SLOTS_PER_RECORD in crates/rlprobe-core/src/writer/mod.rs). */
 const RING_SLOTS_PER_RECORD = 96;
 const QUEUE_CAPACITY = 16_384;
 /** Half the ring: room left for the largest reservation and the wrap-around. */

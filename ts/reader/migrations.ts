@@ -1,5 +1,5 @@
 /**
- * Schema-version policy (format: Schema versioning), applied on read:
+ * Schema-version policy (docs/format.md#schema-versioning), applied on read:
  * - a recording of the current version is read as is;
  * - an older one is migrated on read through a chain of one-version steps, in memory
  *   only (recordings are never rewritten in place);

@@ -257,7 +257,7 @@ export class RunReader {
     return out;
   }
 
-  // ---- spans (format-notes: spans)
+  // ---- spans (docs/format.md#spans)
 
   /**
    * Spans matching `query` (every rank), each at its last write, earliest start first.
@@ -325,7 +325,7 @@ export class RunReader {
     return out;
   }
 
-  // ---- captured trials (format-notes: trials)
+  // ---- captured trials (docs/format.md#trials)
 
   /**
    * Captured trials (every rank), by step then capture key: each one's manifest with its

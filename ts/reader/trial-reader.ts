@@ -1,5 +1,5 @@
 /**
- * Captured trials read back (format-notes: trials): each `trials/<key>/capture.json` of the
+ * Captured trials read back (docs/format.md#trials): each `trials/<key>/capture.json` of the
  * run and its ranks, filtered by step, ordered by step then capture key.
  */
 import path from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Every events.jsonl line the recorder writes (format: docs/format-notes.md, events.jsonl):
+ * Every events.jsonl line the recorder writes (docs/format.md#eventsjsonl):
  * one builder for the line, and the lines of the recorder's own kinds — refused records,
  * fallbacks, and the lifecycle (close, process exit, crash, signal).
  */

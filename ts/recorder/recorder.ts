@@ -62,7 +62,7 @@ interface Recording extends CrashRecording {
 }
 
 /**
- * Records a training run into a run directory (format: docs/format-notes.md).
+ * Records a training run into a run directory (docs/format.md).
  *
  * `logStep` is the hot path: it never throws, never blocks, never waits for IO and makes
  * no native call. Everything else happens on the native writer thread.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** How many samples each `logSamples` call keeps (format: samples; defaults 2 + 2 + 4). */
+/** How many samples each `logSamples` call keeps (docs/format.md#samples; defaults 2 + 2 + 4). */
 export const SamplingSchema = z.strictObject({
   /** Highest `reward_total` (where reward hacking shows). */
   topK: z.number().int().min(0).max(65_535).default(2),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** One line of events.jsonl (format: Event). `kind` is an open string. */
+/** One line of events.jsonl (docs/format.md#eventsjsonl). `kind` is an open string. */
 export const RunEventSchema = z.looseObject({
   timestamp: z.number(),
   kind: z.string(),

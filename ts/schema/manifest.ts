@@ -4,7 +4,7 @@ import { z } from 'zod';
 export const SCHEMA_VERSION = 1;
 
 /**
- * manifest.json (format: RunManifest). Keys match the Python package's; unknown keys
+ * manifest.json (docs/format.md#manifestjson). Keys match the Python package's; unknown keys
  * written by newer tools are kept (passthrough), not rejected.
  */
 export const RunManifestSchema = z.looseObject({

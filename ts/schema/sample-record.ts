@@ -1,5 +1,5 @@
 /**
- * SampleRecord: per-sample forensics (format: samples). Field names are the format's
+ * SampleRecord: per-sample forensics (docs/format.md#samples). Field names are the format's
  * snake_case names; the Rust writer (crates/rlprobe-core/src/samples/wire.rs) validates
  * them on its thread, so a malformed sample becomes a `bad_record` event, never a throw.
  */

@@ -1,5 +1,5 @@
 /**
- * A span as read back (format-notes: spans). Times are Unix seconds; `end_time` and
+ * A span as read back (docs/format.md#spans). Times are Unix seconds; `end_time` and
  * `duration_s` are null while the span is open (a crash or a flush caught it running).
  */
 export interface SpanRecord {

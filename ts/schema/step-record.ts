@@ -1,7 +1,7 @@
 /**
- * StepRecord: one row per optimizer step (format: steps). Field names are the format's
+ * StepRecord: one row per optimizer step (docs/format.md#steps). Field names are the format's
  * snake_case names. Only `step` is required. The Rust core holds the same vocabulary
- * (crates/rlprobe-core/src/schema.rs); test/schema.test.ts checks the two agree.
+ * (crates/rlprobe-core/src/schema.rs); test/native.test.ts checks the two agree.
  */
 export interface StepRecord {
   step: number;

@@ -2,9 +2,9 @@
  * Making many copied files durable at once. An fsync per file costs a journal commit each:
  * for 50,000 small files about 4 s on an ext4 VM, more than the copying itself, and more
  * threads do not help (the commits queue on the device). syncfs(2) commits every file of a
- * file system at once. Node has no syncfs, so on Linux it is called through coreutils
- * `sync -f <dir>`; where that is not available or fails, each file of the batch is fsynced
- * instead (the same guarantee, the old cost).
+ * file system at once. Node has no syncfs, so on Linux the native addon calls it
+ * (`syncFilesystemAsync`, on the libuv pool); where it is not available or fails, each file
+ * of the batch is fsynced instead (the same guarantee, the old cost).
  *
  * syncfs flushes whatever else is dirty on that file system too, so it is used only for a
  * batch large enough to be worth it (SYNCFS_MIN files); a few files are fsynced one by one.

@@ -91,7 +91,7 @@ export interface Ledger {
   entries_file: string | null;
 }
 
-/** Entries of one reason listed in capture.json; the rest are counted (format-notes: trials). */
+/** Entries of one reason listed in capture.json; the rest are counted (docs/format.md#the-ledger). */
 export const LISTED_PER_REASON = 20;
 
 export const LEDGER_COVERS =

@@ -1,5 +1,5 @@
 /**
- * The manifest of one capture, `trials/<capture key>/capture.json` (format-notes: trials),
+ * The manifest of one capture, `trials/<capture key>/capture.json` (docs/format.md#trials),
  * written last, atomically: a capture directory without it is unfinished and not listed.
  * Field names are snake_case, like the rest of the format.
  */

@@ -1,4 +1,4 @@
-//! Checksums of every Parquet file rlprobe writes (format-notes: "Checksums").
+//! Checksums of every Parquet file rlprobe writes (docs/format.md#checksums-rlprobechecksums).
 //!
 //! The parquet crate (v57) verifies page CRCs but cannot write them, so our files carry
 //! their own, in the footer key `rlprobe.checksums`: a CRC32 of each 64 KiB block of the

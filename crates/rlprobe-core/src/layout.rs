@@ -1,4 +1,4 @@
-//! Names and places inside a run directory (format: Layout).
+//! Names and places inside a run directory (docs/format.md#layout).
 
 use std::fs;
 use std::io;
@@ -13,11 +13,11 @@ pub const EVENTS_FILE: &str = "events.jsonl";
 pub const PART_PREFIX: &str = "part-";
 pub const SAMPLES_DIR: &str = "samples";
 pub const SHARD_PREFIX: &str = "shard-";
-/// Spans (an additive extension, format-notes "spans"): live parts `spans/part-*.parquet`
+/// Spans (an additive extension, docs/format.md#spans): live parts `spans/part-*.parquet`
 /// and their compaction `spans/spans.parquet`, both inside `spans/`.
 pub const SPANS_DIR: &str = "spans";
 pub const SPANS_FILE: &str = "spans/spans.parquet";
-/// Captured trials (an additive extension, format-notes "trials"): one directory per
+/// Captured trials (an additive extension, docs/format.md#trials): one directory per
 /// capture, `trials/<capture key>/`, holding its manifest, its copied files and the spans
 /// it expanded into, `trials/<capture key>/spans.parquet`.
 pub const TRIALS_DIR: &str = "trials";

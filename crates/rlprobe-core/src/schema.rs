@@ -1,4 +1,4 @@
-//! The step table's column vocabulary (format: StepRecord) and the per-recorder registry
+//! The step table's column vocabulary (docs/format.md#steps) and the per-recorder registry
 //! that hands out compact column ids to the hot path.
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! Rows of samples → one Arrow batch, with the column names and types the Python package
-//! writes (format: samples): strings as utf8, `completion_token_ids` as list<int64>,
+//! writes (docs/format.md#samples): strings as utf8, `completion_token_ids` as list<int64>,
 //! `truncated` as bool, `reward_component.*` and `extra.*` as float64. Every fixed column
 //! is always written (typed, null where unset), so parts and shards share one schema.
 
@@ -32,7 +32,8 @@ pub const SAMPLE_COLUMNS: &[(&str, SampleColumnType)] = &[
     ("completion_len", SampleColumnType::Int),
     ("truncated", SampleColumnType::Bool),
     ("capture_reason", SampleColumnType::Text),
-    // ours (format-notes: spans); the Python package's reader ignores them
+    // ours (docs/format.md#units-what-samples-events-and-spans-carry); the Python package's
+    // reader ignores them
     ("span_id", SampleColumnType::Text),
     ("labels", SampleColumnType::Text),
 ];

@@ -1,4 +1,4 @@
-//! Per-sample forensics (format: samples): which samples to keep, their wire form from
+//! Per-sample forensics (docs/format.md#samples): which samples to keep, their wire form from
 //! the JS encoder, the part files the writer publishes, their compaction into shards, and
 //! filtered streaming reads.
 //!

@@ -1,4 +1,4 @@
-//! Stratified sample selection (format: samples): keep the top-k and bottom-k by
+//! Stratified sample selection (docs/format.md#samples): keep the top-k and bottom-k by
 //! `reward_total`, where reward hacking and reward bugs live, plus a seeded random draw from
 //! the rest so the typical distribution stays visible.
 //!

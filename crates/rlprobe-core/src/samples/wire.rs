@@ -25,7 +25,7 @@ pub const TAG_NUMBERS: u8 = 4;
 pub const TAG_OBJECT: u8 = 5;
 pub const TAG_OTHER: u8 = 6;
 
-/// One validated sample (format: SampleRecord).
+/// One validated sample (docs/format.md#samples).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SampleRow {
     pub step: i64,
@@ -46,7 +46,8 @@ pub struct SampleRow {
     pub capture_reason: Option<String>,
     /// The span the sample was logged under (the recorder's ambient span), if any.
     pub span_id: Option<String>,
-    /// The ambient unit's labels, a JSON object of strings (format-notes: spans).
+    /// The ambient unit's labels, a JSON object of strings
+    /// (docs/format.md#units-what-samples-events-and-spans-carry).
     pub labels: Option<String>,
     /// Unknown numeric fields and the `extra` dict: `extra.<name>` columns.
     pub extra: Vec<(String, f64)>,

@@ -1,4 +1,4 @@
-//! Span rows → one Arrow batch with the format's column names and types (format: spans),
+//! Span rows → one Arrow batch with the format's column names and types (docs/format.md#spans),
 //! and reshaping a batch read from any file to those columns. Every column is always
 //! written, null where unset, so parts and the compacted file share one schema.
 

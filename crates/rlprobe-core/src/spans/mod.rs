@@ -1,4 +1,4 @@
-//! Spans (format-notes: spans): named, typed, nested intervals of a run — rollouts, turns,
+//! Spans (docs/format.md#spans): named, typed, nested intervals of a run — rollouts, turns,
 //! tool calls — written by the recorder as append-only parts and compacted into
 //! `spans/spans.parquet`, where a span written twice keeps its last write.
 //!

@@ -1,4 +1,4 @@
-//! The wire form of a batch of spans, as the JS recorder encodes them (ts/recorder/span-encoder.ts),
+//! The wire form of a batch of spans, as the JS recorder encodes them (ts/wire/span-encoder.ts),
 //! and its decoding on the writer thread. Little-endian throughout:
 //!
 //! ```text
@@ -53,7 +53,7 @@ impl SpanStatus {
     }
 }
 
-/// One span as written (format: spans).
+/// One span as written (docs/format.md#spans).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpanRow {
     pub span_id: String,

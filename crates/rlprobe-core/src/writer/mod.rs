@@ -108,7 +108,7 @@ const SPAN_WAKE_BYTES: usize = 1 << 20;
 /// Slots reserved per queued record: the 40-field record of the benchmark needs ~82.
 const SLOTS_PER_RECORD: usize = 96;
 
-/// The ring's least size: the JS fast path reserves 512 slots (ts/recorder/recorder.ts
+/// The ring's least size: the JS fast path reserves 512 slots (ts/recorder/step-logger.ts
 /// FAST_RECORD_SLOTS) before it encodes, plus the record header.
 const MIN_RING_SLOTS: usize = 1024;
 
