@@ -1,33 +1,12 @@
 /**
- * Text from a recording (span and trial names, tool calls, file names, messages, sample
- * texts) on its way to a terminal. A control character there is an instruction to the
- * terminal: ESC starts a sequence that can clear the screen or set the window title, a
- * C1 character (U+0080–U+009F) is the same in one code point, CR overwrites the line and
- * a newline inside a one-line field fakes a line of output. Each is shown as its JSON
- * escape (`\u001b`, `\r`, …), so JSON output stays valid JSON with the same value.
+ * The CLI's side of control-character escaping (ts/text/control-chars.ts): a stream that
+ * escapes everything a command writes, and the two escapes re-exported for the commands.
  */
 import type { Writable } from 'node:stream';
 
-// eslint-disable-next-line no-control-regex
-const CONTROLS_BUT_LINE_BREAKS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-// eslint-disable-next-line no-control-regex
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+import { terminalText } from '../text/control-chars.js';
 
-const SHORT_ESCAPES: Record<string, string> = { '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r' };
-
-function escapeControl(c: string): string {
-  return SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-}
-
-/** For a one-line field: every control character escaped, `\n` and `\t` included. */
-export function terminalLine(text: string): string {
-  return text.replace(CONTROLS, escapeControl);
-}
-
-/** For text printed over several lines on purpose: `\n` and `\t` kept, the rest escaped. */
-export function terminalText(text: string): string {
-  return text.replace(CONTROLS_BUT_LINE_BREAKS, escapeControl);
-}
+export { terminalLine, terminalText } from '../text/control-chars.js';
 
 /**
  * `stream` with every string written through `terminalText`: the last line of defence for

@@ -1,3 +1,4 @@
+import { terminalLine as line } from '../text/control-chars.js';
 import type { Diagnosis } from './diagnose.js';
 import type { Finding } from './finding.js';
 
@@ -9,16 +10,16 @@ const INDENT = ' '.repeat(10);
  * listed too (`shown`), a pointer to it instead of a second remedy.
  */
 export function formatFinding(f: Finding, shown: ReadonlySet<string> = new Set()): string {
-  const head = `${LABEL[f.severity].padEnd(8)}  ${f.code}  onset ~step ${f.onset_step}  confidence ${Math.round(f.confidence * 100)}%  ${f.message}`;
+  const head = `${LABEL[f.severity].padEnd(8)}  ${f.code}  onset ~step ${f.onset_step}  confidence ${Math.round(f.confidence * 100)}%  ${line(f.message)}`;
   const lines = [head];
   if (f.root_cause && shown.has(f.root_cause)) lines.push(`${INDENT}root cause: ${f.root_cause} (same physics; its remedy applies)`);
   else {
     if (f.root_cause) lines.push(`${INDENT}root cause: ${f.root_cause}`);
-    lines.push(`${INDENT}→ ${f.remedy}`);
+    lines.push(`${INDENT}→ ${line(f.remedy)}`);
   }
   if (f.last_step !== f.onset_step) lines.push(`${INDENT}seen through step ${f.last_step}`);
   if (f.samples.length > 0) {
-    lines.push(`${INDENT}evidence samples: ${f.samples.map((s) => `${s.sample_id || '?'} at step ${s.step} (${s.why})`).join('; ')}`);
+    lines.push(`${INDENT}evidence samples: ${f.samples.map((s) => `${line(s.sample_id) || '?'} at step ${s.step} (${line(s.why)})`).join('; ')}`);
   }
   return lines.join('\n');
 }
@@ -34,12 +35,12 @@ export function formatDiagnosis(d: Diagnosis): string {
   }
   if (d.samples_error !== null) {
     out.push('');
-    out.push(`Samples unreadable, so no finding cites sample evidence: ${d.samples_error}`);
+    out.push(`Samples unreadable, so no finding cites sample evidence: ${line(d.samples_error)}`);
   }
   if (d.skipped.length > 0) {
     out.push('');
     out.push(`Not checked (no usable input), ${d.skipped.length} detector(s):`);
-    for (const s of d.skipped) out.push(`  ${s.detector.padEnd(22)} ${s.codes.join(', ')}: ${s.reason}`);
+    for (const s of d.skipped) out.push(`  ${s.detector.padEnd(22)} ${s.codes.join(', ')}: ${line(s.reason)}`);
   }
   return out.join('\n');
 }
