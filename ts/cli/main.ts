@@ -6,6 +6,7 @@ import { DoctorCommand } from './commands/doctor.js';
 import { EventsCommand } from './commands/events.js';
 import { ImportJsonlCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
 import { InfoCommand } from './commands/info.js';
+import { McpCommand } from './commands/mcp.js';
 import { ReportCommand } from './commands/report.js';
 import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
@@ -49,6 +50,7 @@ export function buildCli(): ProbeCli {
   cli.register(ImportVerlCommand);
   cli.register(ImportJsonlCommand);
   cli.register(ScaleBenchCommand);
+  cli.register(McpCommand);
   return cli;
 }
 
