@@ -85,21 +85,51 @@ function freshProject(parent: string, name: string): string {
   return dir;
 }
 
+interface LockEntry {
+  version?: string;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
 /** rlprobe's runtime dependencies, transitively, at the versions the lockfile pins. */
 function runtimeDependencies(): { name: string; version: string }[] {
-  const lock = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { version?: string; dependencies?: Record<string, string>; peerDependencies?: Record<string, string> }>;
+  const lock = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+  // Node's resolution over the lockfile's paths: the package's own node_modules, then each
+  // enclosing one up to the top
+  const locate = (from: string, name: string): string | undefined => {
+    let base = from;
+    for (;;) {
+      const candidate = `${base ? `${base}/` : ''}node_modules/${name}`;
+      if (lock.packages[candidate]) return candidate;
+      if (!base) return undefined;
+      const cut = base.lastIndexOf('/node_modules/');
+      base = cut < 0 ? '' : base.slice(0, cut);
+    }
   };
-  const seen = new Map<string, string>();
-  const visit = (name: string) => {
-    if (seen.has(name)) return;
-    const entry = lock.packages[`node_modules/${name}`];
-    assert.ok(entry?.version, `package-lock.json has no hoisted entry for ${name}`);
-    seen.set(name, entry.version);
-    for (const dep of Object.keys({ ...entry.dependencies, ...entry.peerDependencies })) visit(dep);
+  const found = new Map<string, { name: string; version: string }>();
+  const visit = (key: string, name: string) => {
+    const entry = lock.packages[key];
+    assert.ok(entry?.version, `package-lock.json has no version for ${key}`);
+    if (found.has(`${name}@${entry.version}`)) return;
+    found.set(`${name}@${entry.version}`, { name, version: entry.version });
+    const optional = new Set([
+      ...Object.keys(entry.optionalDependencies ?? {}),
+      ...Object.entries(entry.peerDependenciesMeta ?? {}).filter(([, meta]) => meta.optional).map(([dep]) => dep),
+    ]);
+    for (const dep of Object.keys({ ...entry.dependencies, ...entry.optionalDependencies, ...entry.peerDependencies })) {
+      const at = locate(key, dep);
+      if (at) visit(at, dep);
+      else assert.ok(optional.has(dep), `package-lock.json cannot resolve ${dep}, needed by ${key}`);
+    }
   };
-  for (const dep of Object.keys(lock.packages[''].dependencies ?? {})) visit(dep);
-  return [...seen].map(([name, version]) => ({ name, version }));
+  for (const dep of Object.keys(lock.packages[''].dependencies ?? {})) {
+    const at = locate('', dep);
+    assert.ok(at, `package-lock.json has no entry for rlprobe's dependency ${dep}`);
+    visit(at, dep);
+  }
+  return [...found.values()];
 }
 
 /** Files under `dir` with a name ending in `suffix` (to catch a stray compiled addon). */

@@ -137,7 +137,8 @@ export async function startRegistry(dir: string): Promise<LocalRegistry> {
 
 /** `npm publish <tarball>` to the registry; throws with npm's output when it fails. */
 export function publishTarball(registry: LocalRegistry, tarball: string, env: NodeJS.ProcessEnv): void {
-  const result = spawnSync('npm', ['publish', tarball, '--registry', registry.url, '--ignore-scripts', '--tag', 'latest'], {
+  // --provenance=false: a dependency's own publishConfig may ask for provenance, which only CI providers give
+  const result = spawnSync('npm', ['publish', tarball, '--registry', registry.url, '--ignore-scripts', '--tag', 'latest', '--provenance=false'], {
     encoding: 'utf8',
     env: { ...env, npm_config_userconfig: registry.npmrc },
   });

@@ -3,7 +3,6 @@ import { statSync } from 'node:fs';
 import { Command, UsageError } from 'clipanion';
 
 import { DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES } from '../../mcp/budget.js';
-import { serveStdio } from '../../mcp/stdio.js';
 import { ProbeCommand } from '../base-command.js';
 import { listOption, valueOption } from '../named-options.js';
 import { optionValue } from '../option-values.js';
@@ -44,6 +43,8 @@ export class McpCommand extends ProbeCommand {
       }
       if (!directory) throw new UsageError(`invalid --root ${JSON.stringify(root)}: not a directory`);
     }
+    // imported here: the MCP SDK (and its HTTP stack) loads only for `probe mcp`, not every command
+    const { serveStdio } = await import('../../mcp/stdio.js');
     await serveStdio({ roots: this.roots, budget: this.maxBytes });
     return 0;
   }
