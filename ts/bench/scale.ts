@@ -69,8 +69,8 @@ export function processPeakRssMiB(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
-/** A tiny deterministic PRNG (mulberry32), so every run of the benchmark is the same run. */
-function prng(seed: number): () => number {
+/** A tiny deterministic PRNG (mulberry32), so every run of a benchmark is the same run. */
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
