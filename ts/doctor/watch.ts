@@ -4,6 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { RlprobeError } from '../errors.js';
+import { processAlive } from '../process/alive.js';
 import { RunReader } from '../reader/run-reader.js';
 import { runStatus } from '../reader/run-status.js';
 import { diagnose } from './diagnose.js';
@@ -110,13 +111,7 @@ export class RunWatcher {
 
   /** False once `haltPid` is gone (without a pid to watch, the events decide). */
   private trainerAlive(): boolean {
-    if (this.options.haltPid === undefined) return true;
-    try {
-      process.kill(this.options.haltPid, 0);
-      return true;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
-    }
+    return this.options.haltPid === undefined || processAlive(this.options.haltPid);
   }
 
   private isNew(f: Finding): boolean {

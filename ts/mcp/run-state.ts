@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { processAlive } from '../process/alive.js';
 import type { RunStatus } from '../reader/run-status.js';
 
 export const RUN_STATUSES = ['live', 'closed cleanly', 'ended without a close', 'unknown'] as const;
@@ -54,16 +55,6 @@ function processStart(pid: number): number | null {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, owned by someone else
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export function runState(runDir: string, ended: Pick<RunStatus, 'state' | 'summary'>): RunState {
   if (ended.state === 'closed') return { status: 'closed cleanly', detail: ended.summary };
   if (ended.state !== 'open') return { status: 'ended without a close', detail: ended.summary };
@@ -76,7 +67,7 @@ export function runState(runDir: string, ended: Pick<RunStatus, 'state' | 'summa
   }
   const started = processStart(holder.pid);
   // a second of slack: the start time is in clock ticks, the lock time in float seconds
-  if (alive(holder.pid) && (started === null || started <= holder.since + 1)) {
+  if (processAlive(holder.pid) && (started === null || started <= holder.since + 1)) {
     return { status: 'live', detail: `being recorded by pid ${holder.pid} since ${new Date(holder.since * 1000).toISOString()}` };
   }
   return { status: 'ended without a close', detail: `no end recorded and its writer (pid ${holder.pid}) is gone: killed (SIGKILL, out of memory, power loss)` };

@@ -11,20 +11,12 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 
 import { RlprobeError } from '../errors.js';
+import { processAlive } from '../process/alive.js';
 
 interface LockOwner {
   pid: number;
   host: string;
   since: string;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function readOwner(file: string): LockOwner | null {
@@ -51,7 +43,7 @@ function acquire(runDir: string, key: string): string {
     const owner = readOwner(file);
     // stale: its owner died on this host, or it stayed unreadable (a crash between creating
     // and writing it); an unreadable one may also be being written right now: wait a little
-    const stale = owner === null ? attempt >= 2 : owner.host === me.host && !alive(owner.pid);
+    const stale = owner === null ? attempt >= 2 : owner.host === me.host && !processAlive(owner.pid);
     if (attempt < 5 && (stale || owner === null)) {
       if (stale) rmSync(file, { force: true });
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
