@@ -34,6 +34,50 @@ pub struct EvidenceSample {
     pub why: String,
 }
 
+/// The levels a finding states, each the median of the column's present raw values over
+/// the steps given (inclusive), so anyone can re-derive them with `probe samples`/RunView.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels {
+    pub column: String,
+    pub start: f64,
+    pub start_steps: (i64, i64),
+    pub end: f64,
+    pub end_steps: (i64, i64),
+    /// `end / start`.
+    pub ratio: f64,
+}
+
+impl Levels {
+    /// "entropy_mean 0.39 (steps 5–34) → 0.023 (steps 480–489), 5.9% of its start".
+    pub fn describe(&self) -> String {
+        let span = |(a, b): (i64, i64)| {
+            if a == b {
+                format!("step {a}")
+            } else {
+                format!("steps {a}–{b}")
+            }
+        };
+        let change = if self.ratio.is_finite() && self.ratio < 1.0 {
+            format!(
+                "{}% of its start",
+                crate::detectors::num(100.0 * self.ratio)
+            )
+        } else if self.ratio.is_finite() {
+            format!("{}× its start", crate::detectors::num(self.ratio))
+        } else {
+            "from a zero start".to_string()
+        };
+        format!(
+            "{} {} ({}) → {} ({}), {change}",
+            self.column,
+            crate::detectors::num(self.start),
+            span(self.start_steps),
+            crate::detectors::num(self.end),
+            span(self.end_steps),
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     /// Stable signature code, e.g. ENTROPY_COLLAPSE.
@@ -56,6 +100,8 @@ pub struct Finding {
     /// The finding this one is a consequence of (same physics, named once).
     pub root_cause: Option<&'static str>,
     pub samples: Vec<EvidenceSample>,
+    /// Start and end level of the column the finding is about, where it states them.
+    pub levels: Option<Levels>,
 }
 
 impl Finding {
@@ -73,7 +119,24 @@ impl Finding {
             remedy: remedy.to_string(),
             root_cause: None,
             samples: Vec::new(),
+            levels: None,
         }
+    }
+
+    /// States `levels`: prepended to the message and added to the evidence.
+    pub fn levels(mut self, l: Option<Levels>) -> Finding {
+        if let Some(l) = l {
+            self.message = if self.message.is_empty() {
+                l.describe()
+            } else {
+                format!("{}; {}", l.describe(), self.message)
+            };
+            self.evidence.push(("start level".into(), l.start));
+            self.evidence.push(("end level".into(), l.end));
+            self.evidence.push(("ratio".into(), l.ratio));
+            self.levels = Some(l);
+        }
+        self
     }
 
     /// Dates the finding by point indices.

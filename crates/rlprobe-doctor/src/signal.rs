@@ -49,6 +49,121 @@ pub fn baseline_from(xs: &[f64], skip: usize, points: usize) -> Option<Baseline>
     })
 }
 
+/// Present points a stated level is the median of.
+pub const LEVEL_POINTS: usize = 10;
+
+/// The run's actual start before a change at point `onset`: up to `BASELINE_POINTS`
+/// present points before it, skipping the warm-up when enough remain after it (a change
+/// within the first points leaves only the points before it). None when no point precedes it.
+pub fn start_window(xs: &[f64], onset: usize) -> Option<(usize, usize)> {
+    let before: Vec<usize> = (0..onset.min(xs.len()))
+        .filter(|&i| !xs[i].is_nan())
+        .collect();
+    let skip = if before.len() >= BASELINE_SKIP + LEVEL_POINTS {
+        BASELINE_SKIP
+    } else {
+        0
+    };
+    let w = &before[skip..];
+    let w = &w[..w.len().min(BASELINE_POINTS)];
+    Some((*w.first()?, *w.last()?))
+}
+
+/// The last `LEVEL_POINTS` present points up to and including `last` (not before `from`).
+pub fn end_window(xs: &[f64], from: usize, last: usize) -> Option<(usize, usize)> {
+    let hi = last.min(xs.len().saturating_sub(1));
+    let w: Vec<usize> = (from.min(hi)..=hi)
+        .rev()
+        .filter(|&i| !xs[i].is_nan())
+        .take(LEVEL_POINTS)
+        .collect();
+    Some((*w.last()?, *w.first()?))
+}
+
+/// The median of the present values of `xs` in points `a..=b`.
+pub fn median_between(xs: &[f64], a: usize, b: usize) -> Option<f64> {
+    let mut v: Vec<f64> = xs[a.min(xs.len())..(b + 1).min(xs.len())]
+        .iter()
+        .copied()
+        .filter(|x| !x.is_nan())
+        .collect();
+    median_in_place(&mut v)
+}
+
+/// The levels a finding about `column` states: its actual start (before `onset`) and where
+/// it is by `last`, each a median of raw points so they can be re-derived from the run.
+pub fn measured_levels(
+    xs: &[f64],
+    steps: &[i64],
+    column: &str,
+    onset: usize,
+    last: usize,
+) -> Option<crate::finding::Levels> {
+    let (sa, sb) = start_window(xs, onset)?;
+    let (ea, eb) = end_window(xs, onset, last.max(onset))?;
+    let start = median_between(xs, sa, sb)?;
+    let end = median_between(xs, ea, eb)?;
+    Some(crate::finding::Levels {
+        column: column.to_string(),
+        start,
+        start_steps: (steps[sa], steps[sb]),
+        end,
+        end_steps: (steps[ea], steps[eb]),
+        ratio: if start != 0.0 {
+            end / start
+        } else {
+            f64::INFINITY
+        },
+    })
+}
+
+/// `baseline`, unless a large change already happened inside its window (a failure from
+/// the first points): then the level before that change, ending at it, so the detector
+/// compares against the run's true start and flags from the change on. A change is a mean
+/// shift of at least ×`factor` (either way) and 6 σ of the point noise.
+pub fn early_baseline(xs: &[f64], factor: f64) -> Option<Baseline> {
+    let b = baseline(xs)?;
+    let idx: Vec<usize> = (0..xs.len())
+        .filter(|&i| !xs[i].is_nan())
+        .take(BASELINE_SKIP + 2 * BASELINE_POINTS)
+        .collect();
+    let pts: Vec<(f64, f64)> = idx.iter().map(|&i| (i as f64, xs[i])).collect();
+    if pts.len() < 12 {
+        return Some(b);
+    }
+    let (at, _) = best_shift(&pts);
+    let c = idx.iter().position(|&i| i == at)?;
+    if c < 3 || c >= BASELINE_SKIP + BASELINE_POINTS {
+        return Some(b);
+    }
+    let (sa, sb) = start_window(xs, at)?;
+    let left = median_between(xs, sa, sb)?;
+    let right_end = idx[(c + BASELINE_POINTS).min(idx.len() - 1)];
+    let right = median_between(xs, at, right_end)?;
+    let moved = if left.abs() > 0.0 && right.abs() > 0.0 {
+        (right / left).abs().max((left / right).abs())
+    } else {
+        f64::INFINITY
+    };
+    if moved < factor || (right - left).abs() < 6.0 * b.sigma.max(1e-300) {
+        return Some(b);
+    }
+    let mut d: Vec<f64> = (sa..=sb)
+        .filter(|&i| !xs[i].is_nan())
+        .map(|i| xs[i])
+        .collect::<Vec<_>>()
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .collect();
+    let sigma =
+        median_in_place(&mut d).unwrap_or(b.sigma) * MAD_TO_SIGMA / std::f64::consts::SQRT_2;
+    Some(Baseline {
+        median: left,
+        sigma,
+        end: at,
+    })
+}
+
 /// Trailing rolling median over `w` points (NaN until half the window is present).
 pub fn smooth(xs: &[f64], w: usize) -> Vec<f64> {
     rolling_median(xs, w, w / 2 + 1)
@@ -378,6 +493,51 @@ mod tests {
         assert!(b.sigma > 0.1 && b.sigma < 0.3, "{}", b.sigma);
         assert_eq!(b.end, 35);
         assert!(baseline(&xs[..30]).is_none());
+    }
+
+    #[test]
+    fn stated_levels_come_from_the_segment_before_the_change() {
+        // 0.39 for 20 points, then a fall to 0.023: the start is 0.39, not a median that
+        // straddles the change
+        let xs: Vec<f64> = (0..120)
+            .map(|i| if i < 20 { 0.39 } else { 0.023 } + 0.001 * ((i % 3) as f64 - 1.0))
+            .collect();
+        let steps: Vec<i64> = (0..120).map(|i| 10 * i).collect();
+        let l = measured_levels(&xs, &steps, "entropy_mean", 20, 119).unwrap();
+        assert!((l.start - 0.39).abs() < 0.002, "{l:?}");
+        assert_eq!(
+            l.start_steps,
+            (50, 190),
+            "warm-up skipped, ends before the change"
+        );
+        assert!((l.end - 0.023).abs() < 0.002);
+        assert_eq!(l.end_steps, (1100, 1190));
+        assert!((l.ratio - 0.023 / 0.39).abs() < 0.01);
+        assert!(l.describe().contains("steps 50–190"), "{}", l.describe());
+        // a change at point 6 leaves only the points before it, warm-up included
+        assert_eq!(start_window(&xs, 6), Some((0, 5)));
+        assert_eq!(start_window(&xs, 0), None);
+        // missing points are skipped, not counted
+        let mut ys = xs.clone();
+        ys[118] = f64::NAN;
+        assert_eq!(end_window(&ys, 20, 119), Some((109, 119)));
+    }
+
+    #[test]
+    fn an_early_change_moves_the_baseline_to_before_it() {
+        let xs: Vec<f64> = (0..200)
+            .map(|i| if i < 18 { 0.39 } else { 0.03 } * (1.0 + 0.02 * ((i * 7 % 5) as f64 - 2.0)))
+            .collect();
+        assert!(
+            baseline(&xs).unwrap().median < 0.05,
+            "the plain baseline straddles it"
+        );
+        let b = early_baseline(&xs, 2.0).unwrap();
+        assert!((b.median - 0.39).abs() < 0.02, "{b:?}");
+        assert_eq!(b.end, 18);
+        // a healthy 40 % drift over the run is no early change
+        let ys: Vec<f64> = (0..400).map(|i| 1.0 - 0.001 * i as f64).collect();
+        assert_eq!(early_baseline(&ys, 2.0), baseline(&ys));
     }
 
     #[test]
