@@ -285,6 +285,11 @@ pub fn last_flag(flags: &[Option<bool>]) -> Option<usize> {
 /// (abrupt changes) and a continuous "level, then a new slope" hinge (drifts, which a mean
 /// shift would date half-way down the slope).
 pub fn onset(xs: &[f64], lo: usize, trigger: usize) -> usize {
+    fitted_onset(xs, lo, trigger, false).0
+}
+
+/// `onset` with how well its model explains the points (R², 0..1).
+fn fitted_onset(xs: &[f64], lo: usize, trigger: usize, curved: bool) -> (usize, f64) {
     let hi = (trigger + 1).min(xs.len());
     let lo = lo.min(hi);
     let pts: Vec<(f64, f64)> = (lo..hi)
@@ -292,17 +297,110 @@ pub fn onset(xs: &[f64], lo: usize, trigger: usize) -> usize {
         .map(|i| (i as f64, xs[i]))
         .collect();
     if pts.len() < 8 {
-        return lo.max(trigger.saturating_sub(pts.len()));
+        return (lo.max(trigger.saturating_sub(pts.len())), 0.0);
     }
     let (step_at, step_sse) = best_shift(&pts);
     let (hinge_at, hinge_sse) = best_hinge(&pts);
-    // the hinge has one more parameter: prefer it only when it fits clearly better
-    let at = if hinge_sse < step_sse * 0.9 {
-        hinge_at
+    // a smooth start (a decline that accelerates, as a sigmoid's shoulder) is a curved
+    // hinge: its kink fitted by a straight one lands well after the first sign
+    let (curve_at, curve_sse) = if curved {
+        best_hinge_with(&pts, |h| h * h)
     } else {
-        step_at
+        (hinge_at, f64::INFINITY)
     };
-    at.min(trigger)
+    let (hinge_at, hinge_sse) = if curve_sse < hinge_sse * 0.8 {
+        (curve_at, curve_sse)
+    } else {
+        (hinge_at, hinge_sse)
+    };
+    // the hinge has one more parameter: prefer it only when it fits clearly better
+    let (at, sse) = if hinge_sse < step_sse * 0.9 {
+        (hinge_at, hinge_sse)
+    } else {
+        (step_at, step_sse)
+    };
+    let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+    let sst: f64 = pts.iter().map(|p| (p.1 - mean).powi(2)).sum();
+    let r2 = if sst > 0.0 { 1.0 - sse / sst } else { 0.0 };
+    (at.min(trigger), r2)
+}
+
+/// The onset of a change in a positive series on whichever scale its shape fits better: a
+/// linear decline bends on a log scale (dated late there) and an exponential decay looks
+/// flat on a linear one until late, so both are fitted and the better explained one wins.
+pub fn onset_scaled(xs: &[f64], lo: usize, trigger: usize) -> usize {
+    let logs: Vec<f64> = xs
+        .iter()
+        .map(|&x| if x > 0.0 { x.ln() } else { f64::NAN })
+        .collect();
+    // curved departures only on the linear scale: on a log scale a linear decline is one
+    let (lin_at, lin_r2) = fitted_onset(xs, lo, trigger, true);
+    let (log_at, log_r2) = fitted_onset(&logs, lo, trigger, false);
+    if log_r2 > lin_r2 {
+        first_sign(&logs, lo, log_at)
+    } else {
+        first_sign(xs, lo, lin_at)
+    }
+}
+
+/// Walks a fitted onset `at` back to the first sign of the change: the earliest point from
+/// which a centred 9-point median stays more than 2 σ off the line the series followed
+/// before. A fitted kink sits where the change is most visible, which on a smooth shoulder
+/// is well after a person would see it start.
+fn first_sign(xs: &[f64], lo: usize, at: usize) -> usize {
+    const GUARD: usize = 30;
+    let pre_end = at.saturating_sub(GUARD);
+    let pre_lo = lo.max(at.saturating_sub(200));
+    if pre_end <= pre_lo {
+        return at;
+    }
+    let pre: Vec<(f64, f64)> = (pre_lo..pre_end)
+        .filter(|&i| !xs[i].is_nan())
+        .map(|i| (i as f64, xs[i]))
+        .collect();
+    if pre.len() < 15 {
+        return at;
+    }
+    let n = pre.len() as f64;
+    let (mx, my) = (
+        pre.iter().map(|p| p.0).sum::<f64>() / n,
+        pre.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = pre.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let b = pre.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx.max(1e-300);
+    let line = |i: usize| my + b * (i as f64 - mx);
+    let centred = |i: usize| {
+        let a = i.saturating_sub(4);
+        median_between(xs, a, (i + 4).min(xs.len() - 1)).unwrap_or(f64::NAN)
+    };
+    // the noise of the centred median about the line, before the change
+    let mut dev: Vec<f64> = (pre_lo + 4..pre_end.saturating_sub(4))
+        .map(|i| (centred(i) - line(i)).abs())
+        .filter(|d| !d.is_nan())
+        .collect();
+    let Some(mad) = median_in_place(&mut dev) else {
+        return at;
+    };
+    let sigma = mad * MAD_TO_SIGMA;
+    // the direction of the change: where the series is just after the onset
+    let after = centred((at + 4).min(xs.len() - 1)) - line(at + 4);
+    if sigma <= 0.0 || after.is_nan() || after.abs() < 2.0 * sigma {
+        return at;
+    }
+    let off = |i: usize| {
+        let r = (centred(i) - line(i)) * after.signum();
+        r > 2.0 * sigma
+    };
+    let mut p = at;
+    while p > pre_end && off(p - 1) {
+        p -= 1;
+    }
+    // the centred median sees a change 4 points before it happens
+    if p < at {
+        (p + 4).min(at)
+    } else {
+        at
+    }
 }
 
 /// Where the slope of `xs` changes in `[lo, trigger]` (a continuous two-segment fit), for
@@ -354,6 +452,12 @@ fn best_shift(pts: &[(f64, f64)]) -> (usize, f64) {
 /// Least squares of y = a + b·x + c·max(0, x − τ) for every τ at a point; returns the τ
 /// (as an index) where the slope changes, and its SSE.
 fn best_hinge(pts: &[(f64, f64)]) -> (usize, f64) {
+    best_hinge_with(pts, |h| h)
+}
+
+/// `best_hinge` with the term after the kink shaped by `shape` (identity: a new slope;
+/// square: a smooth, accelerating departure).
+fn best_hinge_with(pts: &[(f64, f64)], shape: impl Fn(f64) -> f64) -> (usize, f64) {
     let n = pts.len();
     let mut best = (pts[0].0 as usize, f64::INFINITY);
     for t in 3..n.saturating_sub(3) {
@@ -363,7 +467,7 @@ fn best_hinge(pts: &[(f64, f64)]) -> (usize, f64) {
         let (mut sy, mut sxy, mut shy, mut syy) = (0.0, 0.0, 0.0, 0.0);
         for &(x, y) in pts {
             let x = x - pts[0].0;
-            let h = (x + pts[0].0 - tau).max(0.0);
+            let h = shape((x + pts[0].0 - tau).max(0.0));
             s1 += 1.0;
             sx += x;
             sh += h;

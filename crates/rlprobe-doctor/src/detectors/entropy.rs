@@ -2,9 +2,9 @@
 //! absolute floors do not transfer across tasks, tokenizers and models.
 
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
-use crate::finding::Finding;
+use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, onset, onset_log, smooth, Graded};
+use crate::signal::{early_baseline, graded, measured_levels, onset_scaled, smooth, Graded};
 
 pub const DETECTOR: Detector = Detector {
     name: "entropy",
@@ -23,13 +23,18 @@ const COLLAPSE_CRIT: f64 = 0.15;
 /// Explosion: sustained growth past these multiples (sampling turning to noise).
 const EXPLODE_WARN: f64 = 2.0;
 const EXPLODE_CRIT: f64 = 3.5;
+/// Points before the trigger the onset is searched in.
+const ONSET_SPAN: usize = 600;
+/// A change of this factor inside the baseline window is a failure from the first points,
+/// not the run's level (issue 19: 0.39 → 0.023 by point 20).
+const EARLY_CHANGE: f64 = 2.0;
 
 fn run(run: &RunInput) -> Outcome {
     let (name, h) = match need(run, &["entropy_mean"], MIN_POINTS) {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(h) else {
+    let Some(base) = early_baseline(h, EARLY_CHANGE) else {
         return Outcome::Silent("entropy_mean: no baseline".into());
     };
     if base.median <= 0.0 {
@@ -84,46 +89,153 @@ fn finding(
     remedy: &str,
     down: bool,
 ) -> Finding {
-    let at = if down {
-        onset_log(
-            h,
-            g.trigger
-                .saturating_sub(200)
-                .max(crate::signal::BASELINE_SKIP),
-            g.trigger,
-        )
-    } else {
-        onset(
-            h,
-            g.trigger
-                .saturating_sub(200)
-                .max(crate::signal::BASELINE_SKIP),
-            g.trigger,
-        )
-    };
-    let now = crate::signal::last_value(s, g.last);
-    let ratio = if down {
-        threshold * base / now.max(1e-12)
-    } else {
-        now / base / threshold
-    };
-    g.date(
-        Finding::new(
-            code,
-            g.severity,
-            format!(
-                "entropy {} → {} ({}% of its early level)",
-                num(base),
-                num(now),
-                num(100.0 * now / base)
+    // searched back to the run's start: a slow decline crosses the line long after it began
+    let at = onset_scaled(h, g.trigger.saturating_sub(ONSET_SPAN), g.trigger);
+    let levels = measured_levels(h, &run.steps, "entropy_mean", at, g.last);
+    // the stated ratio (true start → now) grades the finding; the smoothed trigger only
+    // said that it persisted
+    let (severity, ratio) = match &levels {
+        Some(l) if down => (
+            grade(
+                COLLAPSE_CRIT / l.ratio.max(1e-12),
+                COLLAPSE_WARN / l.ratio.max(1e-12),
             ),
-            remedy,
+            COLLAPSE_WARN / l.ratio.max(1e-12),
         ),
+        Some(l) => (
+            grade(l.ratio / EXPLODE_CRIT, l.ratio / EXPLODE_WARN),
+            l.ratio / EXPLODE_WARN,
+        ),
+        None => {
+            let now = crate::signal::last_value(s, g.last);
+            let r = if down {
+                threshold * base / now.max(1e-12)
+            } else {
+                now / base / threshold
+            };
+            (g.severity, r)
+        }
+    };
+    let what = if down { "collapsed" } else { "exploded" };
+    g.date(
+        Finding::new(code, severity, format!("entropy {what}"), remedy),
         &run.steps,
         at,
         ratio,
     )
+    .levels(levels)
     .column("entropy_mean")
     .evidence("baseline", base)
-    .evidence("latest (smoothed)", now)
+}
+
+/// Critical when `crit` ≥ 1, else warn (the finding already persisted past the warn line).
+fn grade(crit: f64, _warn: f64) -> Severity {
+    if crit >= 1.0 {
+        Severity::Critical
+    } else {
+        Severity::Warn
+    }
+}
+
+#[cfg(test)]
+mod patterns {
+    use crate::engine::diagnose;
+    use crate::finding::{Finding, Severity};
+    use crate::input::RunInput;
+    use crate::synth::Rng;
+
+    fn entropy_run(points: usize, seed: u64, level: impl Fn(usize) -> f64) -> RunInput {
+        let mut rng = Rng::new(seed);
+        let h: Vec<f64> = (0..points)
+            .map(|i| level(i) * (1.0 + 0.03 * rng.normal()))
+            .collect();
+        RunInput::new((0..points as i64).collect()).with("entropy_mean", h)
+    }
+
+    fn collapse(run: &RunInput) -> Finding {
+        let d = diagnose(run, None);
+        d.findings
+            .into_iter()
+            .find(|f| f.code == "ENTROPY_COLLAPSE")
+            .expect("ENTROPY_COLLAPSE")
+    }
+
+    /// Issue 19, item 2: entropy 0.39 → 0.023 from point 20 (inside the old 5–35 baseline
+    /// window) was stated as "0.1 → 0.022 (22%)" at warn. The start is 0.39 and 6% of it
+    /// is past the critical line.
+    #[test]
+    fn an_early_fall_is_stated_from_the_true_start_and_graded_by_it() {
+        for seed in 0..10 {
+            let run = entropy_run(400, seed, |i| {
+                if i < 20 {
+                    0.39
+                } else {
+                    0.023 + (0.39 - 0.023) * (-((i - 20) as f64) / 6.0).exp()
+                }
+            });
+            let f = collapse(&run);
+            let l = f.levels.as_ref().expect("levels stated");
+            assert!(
+                (l.start / 0.39 - 1.0).abs() < 0.05,
+                "seed {seed}: {}",
+                f.message
+            );
+            assert!(
+                (l.end / 0.023 - 1.0).abs() < 0.05,
+                "seed {seed}: {}",
+                f.message
+            );
+            assert!(
+                l.start_steps.1 < 20,
+                "start window before the change: {l:?}"
+            );
+            assert_eq!(f.severity, Severity::Critical, "seed {seed}: {}", f.message);
+            assert!(
+                f.onset_index.abs_diff(20) <= 3,
+                "seed {seed}: onset {}",
+                f.onset_index
+            );
+        }
+    }
+
+    /// Issue 19, item 7: smooth declines from a given point were dated 17–21 points late.
+    /// The reference onset of each shape is its first sign: the first point where the
+    /// noise-free curve is 3 % (one σ of the noise) below where it would have been.
+    #[test]
+    fn smooth_declines_are_dated_where_they_begin() {
+        let shapes: [(&str, fn(f64) -> f64); 3] = [
+            // fraction of the start level, d points after the onset
+            ("linear", |d| (1.0 - d / 250.0).max(0.05)),
+            ("exponential", |d| 0.05 + 0.95 * (-d / 60.0).exp()),
+            ("sigmoid", |d| {
+                0.05 + 0.95 / (1.0 + ((d - 60.0) / 15.0).exp()) * (1.0 + (-4.0f64).exp())
+            }),
+        ];
+        let mut errors = Vec::new();
+        for (name, shape) in shapes {
+            for seed in 0..8 {
+                let t0 = 150 + 37 * seed as usize;
+                // a healthy slow decline before the onset, as real runs have
+                let run = entropy_run(900, 100 + seed, |i| {
+                    let healthy = 0.8 * (1.0 - 0.0003 * i as f64);
+                    if i < t0 {
+                        healthy
+                    } else {
+                        healthy * shape((i - t0) as f64)
+                    }
+                });
+                let f = collapse(&run);
+                let sign = (0..).find(|&d| shape(d as f64) <= 0.97).unwrap() + t0;
+                errors.push((name, seed, f.onset_index as i64 - sign as i64));
+            }
+        }
+        let mut abs: Vec<i64> = errors.iter().map(|e| e.2.abs()).collect();
+        abs.sort_unstable();
+        let median = abs[abs.len() / 2];
+        let worst = *abs.last().unwrap();
+        assert!(
+            median <= 10 && worst <= 15,
+            "median {median}, worst {worst}: {errors:?}"
+        );
+    }
 }
