@@ -210,6 +210,19 @@ export interface NativeFinding {
   columns: Array<string>
   rootCause?: string
   samples: Array<NativeEvidenceSample>
+  levels?: NativeLevels
+}
+
+/** The start and end level a finding states (medians of raw points over inclusive steps). */
+export interface NativeLevels {
+  column: string
+  start: number
+  startFromStep: number
+  startToStep: number
+  end: number
+  endFromStep: number
+  endToStep: number
+  ratio: number
 }
 
 export interface NativeLiveDoctorOptions {

@@ -26,6 +26,19 @@ pub struct NativeEvidenceSample {
     pub why: String,
 }
 
+/// The start and end level a finding states (medians of raw points over inclusive steps).
+#[napi(object)]
+pub struct NativeLevels {
+    pub column: String,
+    pub start: f64,
+    pub start_from_step: i64,
+    pub start_to_step: i64,
+    pub end: f64,
+    pub end_from_step: i64,
+    pub end_to_step: i64,
+    pub ratio: f64,
+}
+
 #[napi(object)]
 pub struct NativeFinding {
     pub code: String,
@@ -40,6 +53,7 @@ pub struct NativeFinding {
     pub columns: Vec<String>,
     pub root_cause: Option<String>,
     pub samples: Vec<NativeEvidenceSample>,
+    pub levels: Option<NativeLevels>,
 }
 
 impl From<Finding> for NativeFinding {
@@ -68,6 +82,16 @@ impl From<Finding> for NativeFinding {
                     why: s.why,
                 })
                 .collect(),
+            levels: f.levels.map(|l| NativeLevels {
+                column: l.column,
+                start: l.start,
+                start_from_step: l.start_steps.0,
+                start_to_step: l.start_steps.1,
+                end: l.end,
+                end_from_step: l.end_steps.0,
+                end_to_step: l.end_steps.1,
+                ratio: l.ratio,
+            }),
         }
     }
 }

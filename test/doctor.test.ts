@@ -160,7 +160,20 @@ describe('probe doctor on recorded runs', { concurrency: true }, () => {
     assert.equal(f.last_step, STEPS - 1, 'still collapsed at the last step');
     assert.deepEqual(f.columns, ['entropy_mean']);
     assert.ok(f.confidence >= 0.7 && f.confidence <= 0.99, `confidence ${f.confidence}`);
-    assert.ok(f.evidence['latest (smoothed)'] < 0.15 * f.evidence.baseline, JSON.stringify(f.evidence));
+    // the stated levels are medians of the recorded column over the stated steps
+    const l = f.levels;
+    assert.ok(l && l.column === 'entropy_mean' && l.end < 0.15 * l.start, JSON.stringify(l));
+    assert.ok(l.start_steps[1] < f.onset_step && l.end_steps[1] === f.last_step, JSON.stringify(l));
+    const view = RunReader.open(entropyRun).view();
+    const [steps, series] = [view.steps, view.series('entropy_mean')];
+    const entropy = (from: number, to: number) => {
+      const v = [...series].filter((x, i) => steps[i] >= from && steps[i] <= to && !Number.isNaN(x)).sort((a, b) => a - b);
+      const m = v.length >> 1;
+      return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+    };
+    assert.ok(Math.abs(entropy(...l.start_steps) / l.start - 1) < 1e-9, `start ${l.start}`);
+    assert.ok(Math.abs(entropy(...l.end_steps) / l.end - 1) < 1e-9, `end ${l.end}`);
+    assert.ok(Math.abs(l.ratio - l.end / l.start) < 1e-12);
     assert.equal(f.root_cause, null);
 
     const first = text.stdout.split('\n')[0];

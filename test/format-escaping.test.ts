@@ -53,6 +53,7 @@ test('sample ids, reasons and skip reasons stay on their line in probe doctor te
         evidence: {},
         columns: ['entropy_mean'],
         root_cause: null,
+      levels: null,
         samples: [{ sample_id: `3_1\nCRITICAL  FAKE_FINDING`, step: 3, why: `top\u001b]0;pwned\u0007` } as Diagnosis['findings'][number]['samples'][number]],
       },
     ],

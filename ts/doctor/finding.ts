@@ -12,6 +12,20 @@ export interface EvidenceSample {
 }
 
 /**
+ * The levels a finding states, each the median of the column's present raw values over
+ * the steps given (inclusive): re-derive them with `probe samples`/RunView.
+ */
+export interface FindingLevels {
+  column: string;
+  start: number;
+  start_steps: [number, number];
+  end: number;
+  end_steps: [number, number];
+  /** end / start */
+  ratio: number;
+}
+
+/**
  * What the doctor reports (also the `data` of a `finding` event and each line of
  * `probe doctor --json`). Steps are step numbers, not logged-point indices.
  */
@@ -31,6 +45,8 @@ export interface Finding {
   /** The finding this one is a consequence of (same physics, named once). */
   root_cause: string | null;
   samples: EvidenceSample[];
+  /** Start and end level of the column the finding is about, where it states them. */
+  levels: FindingLevels | null;
 }
 
 export function findingOf(n: NativeFinding): Finding {
@@ -48,6 +64,16 @@ export function findingOf(n: NativeFinding): Finding {
     columns: n.columns,
     root_cause: n.rootCause ?? null,
     samples: n.samples.map((s) => ({ step: s.step, sample_id: s.sampleId, why: s.why })),
+    levels: n.levels
+      ? {
+          column: n.levels.column,
+          start: n.levels.start,
+          start_steps: [n.levels.startFromStep, n.levels.startToStep],
+          end: n.levels.end,
+          end_steps: [n.levels.endFromStep, n.levels.endToStep],
+          ratio: n.levels.ratio,
+        }
+      : null,
   };
 }
 

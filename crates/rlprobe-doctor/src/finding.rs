@@ -57,7 +57,13 @@ impl Levels {
                 format!("steps {a}–{b}")
             }
         };
-        let change = if self.ratio.is_finite() && self.ratio < 1.0 {
+        // a ratio means nothing across zero (explained variance 0.6 → −0.5)
+        let change = if !(self.start > 0.0 && self.end >= 0.0) {
+            format!(
+                "a change of {}",
+                crate::detectors::num(self.end - self.start)
+            )
+        } else if self.ratio.is_finite() && self.ratio < 1.0 {
             format!(
                 "{}% of its start",
                 crate::detectors::num(100.0 * self.ratio)
@@ -123,13 +129,14 @@ impl Finding {
         }
     }
 
-    /// States `levels`: prepended to the message and added to the evidence.
+    /// States `levels`: after the message's first words ("entropy collapsed: entropy_mean
+    /// 0.39 (steps 5–34) → …") and in the evidence.
     pub fn levels(mut self, l: Option<Levels>) -> Finding {
         if let Some(l) = l {
             self.message = if self.message.is_empty() {
                 l.describe()
             } else {
-                format!("{}; {}", l.describe(), self.message)
+                format!("{}: {}", self.message, l.describe())
             };
             self.evidence.push(("start level".into(), l.start));
             self.evidence.push(("end level".into(), l.end));

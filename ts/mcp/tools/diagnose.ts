@@ -25,10 +25,25 @@ export const FindingSchema = z.object({
   columns: z.array(z.string()).describe('The step columns it read (series takes them)'),
   root_cause: z.string().nullable().describe('The finding this one is a consequence of'),
   samples: z.array(z.object({ step: z.number(), sample_id: z.string(), why: z.string() })).describe('Evidence samples: read them with the sample tool'),
+  levels: z
+    .object({
+      column: z.string(),
+      start: JsonNumberSchema,
+      start_steps: z.tuple([z.number(), z.number()]),
+      end: JsonNumberSchema,
+      end_steps: z.tuple([z.number(), z.number()]),
+      ratio: JsonNumberSchema,
+    })
+    .nullable()
+    .describe('The start and end level it states: medians of the column over those steps (inclusive); check them with series'),
 });
 
 function findingJson(f: Finding): z.infer<typeof FindingSchema> {
-  return { ...f, evidence: Object.fromEntries(Object.entries(f.evidence).map(([k, v]) => [k, jsonNumber(v)])) };
+  return {
+    ...f,
+    evidence: Object.fromEntries(Object.entries(f.evidence).map(([k, v]) => [k, jsonNumber(v)])),
+    levels: f.levels && { ...f.levels, start: jsonNumber(f.levels.start), end: jsonNumber(f.levels.end), ratio: jsonNumber(f.levels.ratio) },
+  };
 }
 
 export const diagnose = defineTool({

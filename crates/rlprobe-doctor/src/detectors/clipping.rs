@@ -6,7 +6,7 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, is_constant, onset, smooth};
+use crate::signal::{baseline, graded, is_constant, measured_levels, onset, smooth};
 
 pub const CLIP: Detector = Detector {
     name: "clip_fraction",
@@ -71,9 +71,10 @@ fn run_clip(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![g.date(Finding::new(
         "CLIP_FRACTION_HIGH",
         g.severity,
-        format!("clip fraction {} → {} (healthy 0.05–0.2)", num(base.median), num(now)),
+        "clip fraction above the healthy 0.05–0.2".to_string(),
         "Policy updates are too large for the trust region: lower the learning rate, use fewer PPO epochs or mini-batches per batch, or check for stale (off-policy) rollouts.",
     ), &run.steps, at, now / CLIP_WARN)
+    .levels(measured_levels(xs, &run.steps, name, at, g.last))
     .column(name)
     .evidence("baseline", base.median)
     .evidence("latest (smoothed)", now)])
@@ -120,9 +121,10 @@ fn run_ratio(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![g.date(Finding::new(
         "RATIO_EXPLOSION",
         g.severity,
-        format!("{name} {} → {}", num(base.median), num(peak)),
+        format!("the importance ratio left the trust region ({name} peak {})", num(peak)),
         "The importance ratio left the trust region: the rollouts are off-policy or the update is too large. Check that rollout and trainer weights are in sync, lower the learning rate, and keep dual-clip (c = 3) on.",
     ), &run.steps, at, dev(peak) / w)
+    .levels(measured_levels(xs, &run.steps, name, at, g.last))
     .column(name)
     .evidence("baseline", base.median)
     .evidence("peak", peak)])

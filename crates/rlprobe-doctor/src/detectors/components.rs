@@ -10,7 +10,8 @@ use super::{num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
-    baseline_from, confidence, is_constant, ols_slope, onset, BASELINE_POINTS, BASELINE_SKIP,
+    baseline_from, confidence, is_constant, measured_levels, ols_slope, onset, BASELINE_POINTS,
+    BASELINE_SKIP,
 };
 
 pub const DETECTOR: Detector = Detector {
@@ -102,6 +103,10 @@ fn dead(run: &RunInput, name: &str, xs: &[f64], pts: &[usize]) -> Option<Finding
         )
         .at(&run.steps, at, *pts.last()?)
         .confidence(confidence(tail as f64 / DEAD_POINTS as f64, 1.0))
+        .levels(
+            run.series(name)
+                .and_then(|xs| measured_levels(xs, &run.steps, name, at, *pts.last()?)),
+        )
         .column(name)
         .evidence(&format!("{short} constant points"), tail as f64),
     )
@@ -156,6 +161,7 @@ fn opposite(run: &RunInput, comps: &[(&str, &[f64], Vec<usize>)]) -> Option<Find
                     REMEDY,
                 )
                 .at(&run.steps, at, n - 1)
+                .levels(measured_levels(comps[d.0].1, &run.steps, dname, at, n - 1))
                 .confidence(confidence(u.1.abs().min(d.1.abs()) / TREND_T, 1.0))
                 .column(uname)
                 .column(dname)

@@ -7,7 +7,7 @@
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, onset, onset_log, smooth};
+use crate::signal::{baseline, graded, measured_levels, onset, onset_log, smooth};
 
 pub const ZERO_VARIANCE: Detector = Detector {
     name: "zero_variance_groups",
@@ -119,17 +119,14 @@ fn fraction_high(
             Finding::new(
                 code,
                 g.severity,
-                format!(
-                    "{}% {what} (early level {}%)",
-                    num(100.0 * now),
-                    num(100.0 * base.median)
-                ),
+                format!("{}% {what} (smoothed)", num(100.0 * now)),
                 remedy,
             ),
             &run.steps,
             at,
             now / ZV_WARN,
         )
+        .levels(measured_levels(xs, &run.steps, name, at, g.last))
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])
@@ -174,16 +171,12 @@ fn std_low(
     let now = crate::signal::last_value(&s, g.last);
     Outcome::Ran(vec![g
         .date(
-            Finding::new(
-                code,
-                g.severity,
-                format!("{what} {} → {}", num(m), num(now)),
-                remedy,
-            ),
+            Finding::new(code, g.severity, format!("{what} fell"), remedy),
             &run.steps,
             at,
             STD_WARN * m / now.max(1e-12),
         )
+        .levels(measured_levels(xs, &run.steps, name, at, g.last))
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])

@@ -10,7 +10,8 @@ use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
-    agreement, baseline, confidence, flags, last_flag, merge_flags, onset, smooth, sustained,
+    agreement, baseline, confidence, flags, last_flag, measured_levels, merge_flags, onset, smooth,
+    sustained,
 };
 
 pub const DETECTOR: Detector = Detector {
@@ -143,11 +144,12 @@ fn run(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![Finding::new(
         "KL_BLOWUP",
         sev,
-        format!("kl {} → {} ({})", num(base.median), num(peak), why.join("; ")),
+        format!("KL blew up ({}; peak {})", why.join("; "), num(peak)),
         "Raise the KL coefficient (β) or lower the learning rate, check that the reference model and its tokenizer match the policy, and look for reward hacking driving the drift.",
     )
     .at(steps, at, last)
     .confidence(confidence(peak / base.median.max(floor) / RUNAWAY, agreement(&flagged, trigger, last)))
+    .levels(measured_levels(kl, steps, name, at, last))
     .column(name)
     .evidence("baseline", base.median)
     .evidence("peak", peak)])

@@ -3,10 +3,10 @@
 //! al. 2025, "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training";
 //! verl logs `training/rollout_probs_diff_*`). Read from `extra.*` when present.
 
-use super::{num, Detector, Outcome, MIN_POINTS};
+use super::{Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, onset, smooth};
+use crate::signal::{baseline, graded, measured_levels, onset, smooth};
 
 pub const DETECTOR: Detector = Detector {
     name: "logprob_mismatch",
@@ -75,9 +75,10 @@ fn run(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![g.date(Finding::new(
         "LOGPROB_MISMATCH",
         g.severity,
-        format!("{} {} → {} (rollout engine and trainer disagree)", name.trim_start_matches("extra."), num(base.median), num(now)),
+        "rollout engine and trainer disagree".to_string(),
         "Rollout and trainer probabilities diverge: check weight sync after each update, matching dtypes and kernels (bf16 vs fp32 logits), the engine version, and apply truncated importance sampling (TIS) to correct the off-policy gap.",
     ), &run.steps, at, now / m / WARN)
+    .levels(measured_levels(xs, &run.steps, name, at, g.last))
     .column(name)
     .evidence("baseline", base.median)
     .evidence("latest (smoothed)", now)])

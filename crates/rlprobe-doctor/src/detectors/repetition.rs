@@ -1,10 +1,10 @@
 //! REPETITION_LOOPS: completions that repeat themselves (degenerate sampling loops, which
 //! also run to the length cap).
 
-use super::{need, num, Detector, Outcome, MIN_POINTS};
+use super::{need, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, onset, smooth};
+use crate::signal::{baseline, graded, measured_levels, onset, smooth};
 
 pub const DETECTOR: Detector = Detector {
     name: "repetition",
@@ -52,9 +52,10 @@ fn run(run: &RunInput) -> Outcome {
     let mut f = g.date(Finding::new(
         "REPETITION_LOOPS",
         g.severity,
-        format!("repetition rate {} → {}", num(m), num(now)),
+        "completions repeat themselves".to_string(),
         "Completions are looping: add a repetition penalty or a reward term against repeated n-grams, check the sampling temperature (too low loops), and the EOS token handling.",
     ), &run.steps, at, now / WARN)
+    .levels(measured_levels(xs, &run.steps, name, at, g.last))
     .column(name)
     .evidence("baseline", m)
     .evidence("latest (smoothed)", now);

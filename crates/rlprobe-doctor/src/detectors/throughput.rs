@@ -7,7 +7,7 @@ use rlprobe_series::robust::{causal_robust_z, ZOptions};
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, onset, smooth};
+use crate::signal::{baseline, graded, measured_levels, onset, smooth};
 
 pub const DETECTOR: Detector = Detector {
     name: "throughput",
@@ -102,9 +102,10 @@ fn run(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![g.date(Finding::new(
         "THROUGHPUT_REGRESSION",
         g.severity,
-        format!("step time {}s → {}s (×{}, eval/checkpoint spikes excluded)", num(was), num(now), num(now / was)),
+        format!("step time ×{} (rolling median, eval/checkpoint spikes excluded)", num(now / was)),
         "Steps are getting slower: look for a memory leak or fragmentation (torch.cuda.memory_stats), growing completions or KV cache, a slower node, or data loading; compare generation and optimization time.",
     ), &run.steps, at, now / was / WARN)
+    .levels(measured_levels(t, &run.steps, name, at, g.last))
     .column(col)
     .evidence("baseline s", was)
     .evidence("latest s (rolling median)", now)])

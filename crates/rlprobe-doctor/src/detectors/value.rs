@@ -7,7 +7,9 @@
 use super::{need, num, Detector, Outcome};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline_from, confidence, graded, onset, smooth, Graded};
+use crate::signal::{
+    agreement, baseline_from, confidence, graded, measured_levels, onset, smooth, Graded,
+};
 
 pub const DETECTOR: Detector = Detector {
     name: "value_head",
@@ -94,7 +96,8 @@ fn run(run: &RunInput) -> Outcome {
         "The critic is not tracking returns: lower the critic learning rate or raise its warm-up, clip the value loss, normalise rewards/returns, and check that the value head sees the same tokens as the policy.",
     )
     .at(&run.steps, at, last)
-    .confidence(confidence(first.ratio, agreement(&g.flags, g.trigger, g.last)));
+    .confidence(confidence(first.ratio, agreement(&g.flags, g.trigger, g.last)))
+    .levels(measured_levels(run.series(first.column).unwrap(), &run.steps, first.column, at, g.last));
     for p in &parts {
         f = f.column(p.column);
     }
