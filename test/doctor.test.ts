@@ -36,7 +36,7 @@ const ALL_DETECTORS = [
 ];
 /** The detectors the generated GRPO runs give no input to, and why. */
 const NOT_CHECKED: Record<string, string> = {
-  advantages: 'no adv_zero_frac / adv_std column',
+  advantages: 'no adv_zero_frac column; no adv_std column',
   ratio: 'no ratio_p95 / ratio_mean column',
   value_head: 'no value_explained_variance column; no value_loss column',
   repetition: 'no repetition_rate column',

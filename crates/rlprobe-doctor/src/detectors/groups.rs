@@ -32,7 +32,8 @@ const STD_WARN: f64 = 0.2;
 const STD_CRIT: f64 = 0.05;
 
 fn run_groups(run: &RunInput) -> Outcome {
-    if let Ok((name, xs)) = need(run, &["zero_variance_group_frac"], MIN_POINTS) {
+    let first = need(run, &["zero_variance_group_frac"], MIN_POINTS);
+    if let Ok((name, xs)) = first {
         return fraction_high(
             run,
             name,
@@ -51,14 +52,14 @@ fn run_groups(run: &RunInput) -> Outcome {
             "mean within-group reward std",
             ZV_REMEDY,
         ),
-        Err(_) => {
-            Outcome::Silent("no zero_variance_group_frac / group_reward_std_mean column".into())
-        }
+        // why neither could be used: a present but short column says so, not "no column"
+        Err(second) => Outcome::Silent(format!("{}; {second}", first.err().unwrap_or_default())),
     }
 }
 
 fn run_advantages(run: &RunInput) -> Outcome {
-    if let Ok((name, xs)) = need(run, &["adv_zero_frac"], MIN_POINTS) {
+    let first = need(run, &["adv_zero_frac"], MIN_POINTS);
+    if let Ok((name, xs)) = first {
         return fraction_high(
             run,
             name,
@@ -77,7 +78,8 @@ fn run_advantages(run: &RunInput) -> Outcome {
             "advantage std",
             ADV_REMEDY,
         ),
-        Err(_) => Outcome::Silent("no adv_zero_frac / adv_std column".into()),
+        // why neither could be used: a present but short column says so, not "no column"
+        Err(second) => Outcome::Silent(format!("{}; {second}", first.err().unwrap_or_default())),
     }
 }
 
@@ -180,4 +182,26 @@ fn std_low(
         .column(name)
         .evidence("baseline", base.median)
         .evidence("latest (smoothed)", now)])
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::diagnose;
+    use crate::input::RunInput;
+
+    /// A 20-step import has the column, too short to judge: the reason says so.
+    #[test]
+    fn a_short_column_is_named_as_short_not_missing() {
+        let run = RunInput::new((0..20).collect()).with("zero_variance_group_frac", vec![0.1; 20]);
+        let d = diagnose(&run, None);
+        let s = d
+            .skipped
+            .iter()
+            .find(|s| s.detector == "zero_variance_groups")
+            .unwrap();
+        assert_eq!(
+            s.reason,
+            "zero_variance_group_frac has 20 points, needs 35; no group_reward_std_mean column"
+        );
+    }
 }
