@@ -4,7 +4,7 @@ import { CompactCommand } from './commands/compact.js';
 import { DiffCommand } from './commands/diff.js';
 import { DoctorCommand } from './commands/doctor.js';
 import { EventsCommand } from './commands/events.js';
-import { ImportJsonlCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
+import { ImportJsonlCommand, ImportTensorboardCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
 import { InfoCommand } from './commands/info.js';
 import { McpCommand } from './commands/mcp.js';
 import { ReportCommand } from './commands/report.js';
@@ -49,6 +49,7 @@ export function buildCli(): ProbeCli {
   cli.register(ImportTrlCommand);
   cli.register(ImportVerlCommand);
   cli.register(ImportJsonlCommand);
+  cli.register(ImportTensorboardCommand);
   cli.register(ScaleBenchCommand);
   cli.register(McpCommand);
   return cli;

@@ -25,6 +25,22 @@ export interface MappedSteps {
   resolution: Record<string, number>;
 }
 
+/**
+ * `rules` for source keys that carry `prefix` (TensorBoard's `train/reward` for TRL's
+ * `reward`). A column the rules give a key by its own name (`extra.…`) is left to the
+ * default `extra.<key>`: the prefixed key is the name a person knows.
+ */
+export function rulesUnderPrefix(rules: MappingRules, prefix: string): MappingRules {
+  return {
+    fields: rules.fields.map(([column, sources]): FieldRule => [column, sources.map((s) => prefix + s)]),
+    dynamic: (key) => {
+      if (!key.startsWith(prefix)) return null;
+      const column = rules.dynamic?.(key.slice(prefix.length)) ?? null;
+      return column?.startsWith(EXTRA_PREFIX) ? null : column;
+    },
+  };
+}
+
 /** The step of a source row: a non-negative integer, else an error naming where. */
 export function stepOf(value: unknown, where: string): number {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;

@@ -12,8 +12,11 @@ import { isPlainObject, parsePythonJson } from '../files/python-json.js';
 import { importRun, readSourceText } from './write-import.js';
 import type { ImportOptions, ImportResult, ParsedImport } from './write-import.js';
 
-/** TRL metric names (GRPO old and new, PPO) → step columns; the first present source wins. */
-const TRL_RULES: MappingRules = {
+/**
+ * TRL metric names (GRPO old and new, PPO) → step columns; the first present source wins.
+ * TensorBoard logs the same names behind `train/` (ts/import/tensorboard.ts).
+ */
+export const TRL_RULES: MappingRules = {
   fields: [
     // GRPO `reward`; PPO's raw reward-model score first (rlhf_reward has the KL penalty in it)
     ['reward_mean', ['reward', 'objective/scores', 'objective/rlhf_reward']],
@@ -47,11 +50,16 @@ const TRL_RULES: MappingRules = {
 };
 
 /** grpo or ppo from the metric names, 'unknown' when neither (or both) is evident. */
-function algorithmOf(keys: Set<string>): string {
+export function trlAlgorithm(keys: Set<string>): string {
   const any = (test: (key: string) => boolean) => [...keys].some(test);
   const grpo = any((k) => k === 'frac_reward_zero_std' || k === 'reward_std' || k === 'completion_length' || k.startsWith('rewards/') || k.startsWith('completions/'));
   const ppo = any((k) => k.startsWith('objective/') || k.startsWith('policy/'));
   return grpo === ppo ? 'unknown' : grpo ? 'grpo' : 'ppo';
+}
+
+/** PPO's objective/kl is the per-sequence sum (kl.sum(1).mean()); GRPO's kl is per token. */
+export function trlKlPerToken(keys: Set<string>): boolean {
+  return !(keys.has('objective/kl') && !keys.has('kl'));
 }
 
 function parseTrl(file: string): ParsedImport {
@@ -96,9 +104,8 @@ function parseTrl(file: string): ParsedImport {
     ...steps.map(TRL_RULES),
     sha256,
     skippedLines: steps.skipped,
-    algorithm: algorithmOf(keys),
-    // PPO's objective/kl is the per-sequence sum (kl.sum(1).mean()); GRPO's kl is per token
-    klPerToken: !(keys.has('objective/kl') && !keys.has('kl')),
+    algorithm: trlAlgorithm(keys),
+    klPerToken: trlKlPerToken(keys),
     trainerConfig,
     summary,
   };

@@ -14,8 +14,11 @@ import { isPlainObject, parsePythonJson } from '../files/python-json.js';
 import { importRun, readSourceLines } from './write-import.js';
 import type { ImportOptions, ImportResult, ParsedImport } from './write-import.js';
 
-/** verl metric names (current and older) → step columns; the first present source wins. */
-const VERL_RULES: MappingRules = {
+/**
+ * verl metric names (current and older) → step columns; the first present source wins.
+ * Its TensorBoard tags are the same names (ts/import/tensorboard.ts).
+ */
+export const VERL_RULES: MappingRules = {
   fields: [
     ['reward_mean', ['critic/score/mean']],
     ['reward_max', ['critic/score/max']],
@@ -106,7 +109,7 @@ function readJsonLine(line: string, where: string, steps: SourceSteps): boolean 
 }
 
 /** ppo when a critic is evident; verl logs no advantage estimator, so otherwise 'unknown'. */
-function algorithmOf(keys: Set<string>): string {
+export function verlAlgorithm(keys: Set<string>): string {
   return [...keys].some((k) => k.startsWith('critic/vf_') || k.startsWith('critic/values/')) ? 'ppo' : 'unknown';
 }
 
@@ -119,7 +122,7 @@ function parseVerl(file: string): ParsedImport {
     const read = text.startsWith('{') ? readJsonLine(text, where, steps) : readConsoleLine(text, where, steps);
     if (!read) steps.skipped++;
   });
-  return { ...steps.map(VERL_RULES), sha256, skippedLines: steps.skipped, algorithm: algorithmOf(steps.keys()) };
+  return { ...steps.map(VERL_RULES), sha256, skippedLines: steps.skipped, algorithm: verlAlgorithm(steps.keys()) };
 }
 
 /** Imports a verl log (console output or the `file` backend's JSON Lines) into a new run directory. */

@@ -15,7 +15,31 @@ import { RECORDER_EVENT_KINDS } from '../schema/event.js';
 import type { StepRecord } from '../schema/step-record.js';
 import type { MappedSteps } from './mapping.js';
 
-export type ImportFormat = 'trl' | 'verl' | 'jsonl';
+export type ImportFormat = 'trl' | 'verl' | 'jsonl' | 'tensorboard';
+
+/** One file of a source made of several (TensorBoard: the event files of a log directory). */
+export interface ImportedFile {
+  /** Absolute path. */
+  path: string;
+  sha256: string;
+  bytes: number;
+  /** Whole records read. */
+  records: number;
+}
+
+/** What reading a binary, multi-file source adds to ImportSource and ImportResult (TensorBoard). */
+export interface ImportReadReport {
+  /** The files read, in the order they were merged (a later file's value of a tag and step wins). */
+  files?: ImportedFile[];
+  /** Records read over all files. */
+  records?: number;
+  /** Summaries that are no scalar (histograms, images, text), skipped: their count by tag. */
+  skipped_non_scalar?: Record<string, number>;
+  /** Whose tag names were mapped onto step columns: trl (`train/…`), verl (`actor/…`, `critic/…`), or none. */
+  tag_family?: 'trl' | 'verl' | 'none';
+  /** What the import read past that a person must know (a torn last record, values written twice). */
+  warnings?: string[];
+}
 
 export interface ImportOptions {
   /** Overrides the algorithm inferred from the source (grpo, ppo, …). */
@@ -23,17 +47,20 @@ export interface ImportOptions {
 }
 
 /** `manifest.extra.source` of an imported run. */
-export interface ImportSource {
+export interface ImportSource extends ImportReadReport {
   kind: 'import';
   format: ImportFormat;
-  /** Absolute path of the source file. */
+  /** Absolute path of the source file (TensorBoard: the event file or the log directory). */
   path: string;
-  /** Hex SHA-256 of the source bytes. */
+  /**
+   * Hex SHA-256 of the source bytes. A log directory: of the lines `<sha256>  <path relative
+   * to it>\n` of its event files in path order (as `sha256sum` prints them).
+   */
   sha256: string;
   imported_at: string;
   /** Step rows written. */
   rows: number;
-  /** Non-empty source lines (TRL: log_history entries) that yielded no step row. */
+  /** Non-empty source lines (TRL: log_history entries; TensorBoard: records but each file's header) that yielded no step row. */
   skipped_lines: number;
   /**
    * Step column → absolute resolution its source values were printed with (e.g. 0.001 for
@@ -59,9 +86,10 @@ export interface ParsedImport extends MappedSteps {
   klPerToken?: boolean;
   trainerConfig?: Record<string, unknown>;
   summary?: Record<string, unknown>;
+  report?: ImportReadReport;
 }
 
-export interface ImportResult {
+export interface ImportResult extends ImportReadReport {
   format: ImportFormat;
   source: string;
   sha256: string;
@@ -188,6 +216,7 @@ export function importRun(
     resolution: parsed.resolution,
     ...(parsed.klPerToken === false ? { kl_per_token: false as const } : {}),
     ...(parsed.summary ? { summary: parsed.summary } : {}),
+    ...parsed.report,
   };
   mkdirSync(out, { recursive: true });
   try {
@@ -215,6 +244,7 @@ export function importRun(
     last_step: parsed.records[parsed.records.length - 1].step,
     skipped_lines: parsed.skippedLines,
     resolution: parsed.resolution,
+    ...parsed.report,
   };
 }
 

@@ -1,6 +1,7 @@
 import { Command, Option } from 'clipanion';
 
 import { importJsonl } from '../../import/jsonl.js';
+import { importTensorboard } from '../../import/tensorboard.js';
 import { importTrl } from '../../import/trl.js';
 import { importVerl } from '../../import/verl.js';
 import type { ImportResult } from '../../import/write-import.js';
@@ -13,7 +14,20 @@ const SHARED_DETAILS =
   'The source file is only read; its path, SHA-256 and the printing resolution of rounded values are kept in the manifest ' +
   '(`extra.source`). Metrics without a StepRecord field land in `extra.<original name>`, held-out ones (`val/…`, `eval_…`) included.';
 
-/** The shared arguments and output of the three import commands. */
+function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** What was skipped: source lines, or TensorBoard's records and non-scalar summaries. */
+function skippedText(r: ImportResult): string {
+  if (r.files === undefined || r.records === undefined) return `${count(r.skipped_lines, 'line')} skipped`;
+  const nonScalar = Object.values(r.skipped_non_scalar ?? {});
+  const summaries = nonScalar.reduce((a, b) => a + b, 0);
+  const others = summaries > 0 ? ` (non-scalar summaries: ${summaries} under ${count(nonScalar.length, 'tag')})` : '';
+  return `${count(r.records, 'record')} read from ${count(r.files.length, 'event file')}, ${r.skipped_lines} without a scalar skipped${others}`;
+}
+
+/** The shared arguments and output of the import commands. */
 abstract class ImportCommand extends ProbeCommand {
   source = Option.String({ name: 'source' });
   out = Option.String({ name: 'out' });
@@ -24,6 +38,8 @@ abstract class ImportCommand extends ProbeCommand {
 
   async exec(): Promise<number> {
     const r = this.runImport();
+    // never silent: what the import read past goes to stderr, with --json too
+    for (const warning of r.warnings ?? []) this.context.stderr.write(`probe: warning: ${terminalLine(warning)}\n`);
     if (this.json) {
       this.context.stdout.write(`${JSON.stringify(r)}\n`);
       return 0;
@@ -32,7 +48,7 @@ abstract class ImportCommand extends ProbeCommand {
     const line =
       `imported ${r.rows} row${r.rows === 1 ? '' : 's'} (steps ${r.first_step} … ${r.last_step}, ${r.columns.length} columns` +
       `${rounded ? `, ${rounded} printed rounded` : ''}) from ${r.source} into ${r.out_dir} (${r.format}, algorithm ${r.algorithm}); ` +
-      `${r.skipped_lines} line${r.skipped_lines === 1 ? '' : 's'} skipped`;
+      skippedText(r);
     this.context.stdout.write(`${terminalLine(line)}\n`);
     return 0;
   }
@@ -87,5 +103,31 @@ export class ImportJsonlCommand extends ImportCommand {
 
   runImport(): ImportResult {
     return importJsonl(this.source, this.out, { map: this.map, algorithm: this.algorithm });
+  }
+}
+
+export class ImportTensorboardCommand extends ImportCommand {
+  static paths = [['import', 'tensorboard']];
+  static usage = Command.Usage({
+    description: 'Import TensorBoard event files (a log directory or one events.out.tfevents.* file): TRL and verl tags mapped onto step columns',
+    details:
+      `${SHARED_DETAILS} Scalars by tag, step and wall time (a step's timestamp is the wall time of its first scalar). ` +
+      'TRL (transformers\' TensorBoardCallback) logs its metrics as `train/<name>`, mapped as `probe import trl` maps `<name>` ' +
+      '(the closing train_runtime… figures go to `extra.source.summary`), and eval metrics as `eval/<name>` (`extra.eval/<name>`); ' +
+      'verl\'s tags are its metric names, mapped as `probe import verl` maps them; any other tag lands in `extra.<tag>`. ' +
+      'A scalar is a `simple_value` (float32: kept as that float32 widened to float64, 0.1 is 0.10000000149011612) or a one-element ' +
+      'tensor of the scalars plugin (its own dtype). Histograms, images and text are skipped and counted per tag. ' +
+      'A directory: every events.out.tfevents.* file under it, merged by step (a later writer wins a tag and step, with a warning); ' +
+      'folders that share tags are several runs and are refused: name one folder. Both TFRecord checksums are verified: ' +
+      'a mismatch is an error naming the file and byte offset; a torn last record (a writer that crashed) is read up to the tear, with a warning on stderr.',
+    examples: [
+      ['Import a TRL run (transformers logs to output_dir/runs/<date>_<host>)', '$0 import tensorboard outputs/runs/May12_10-00-00_gpu1 runs/trl-tb'],
+      ['Import a verl run (its TensorBoard backend logs to tensorboard_log/<project>/<experiment>)', '$0 import tensorboard tensorboard_log/gsm8k/qwen-grpo runs/verl-tb --algorithm grpo'],
+      ['One event file, JSON summary', '$0 import tensorboard logs/events.out.tfevents.1715500000.gpu1.4242.0 runs/tb --json'],
+    ],
+  });
+
+  runImport(): ImportResult {
+    return importTensorboard(this.source, this.out, { algorithm: this.algorithm });
   }
 }
