@@ -19,6 +19,7 @@ pub mod engine;
 pub mod evaluation;
 pub mod feed;
 pub mod finding;
+pub mod holdout;
 pub mod input;
 pub mod live;
 pub mod run;
