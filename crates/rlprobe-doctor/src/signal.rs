@@ -133,7 +133,7 @@ pub fn early_baseline(xs: &[f64], factor: f64) -> Option<Baseline> {
     }
     let (at, _) = best_shift(&pts);
     let c = idx.iter().position(|&i| i == at)?;
-    if c < 3 || c >= BASELINE_SKIP + BASELINE_POINTS {
+    if !(3..BASELINE_SKIP + BASELINE_POINTS).contains(&c) {
         return Some(b);
     }
     let (sa, sb) = start_window(xs, at)?;
