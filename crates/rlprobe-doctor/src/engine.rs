@@ -44,6 +44,9 @@ const CAUSES: &[(&str, &str)] = &[
     ("RATIO_EXPLOSION", "GRAD_EXPLOSION"),
     ("CLIP_FRACTION_HIGH", "RATIO_EXPLOSION"),
     ("GRAD_NORM_SPIKE", "GRAD_EXPLOSION"),
+    // a policy that ran away from the reference is off the reward model's support: the
+    // held-out divergence is what the KL blow-up looks like from the outside
+    ("REWARD_HACKING", "KL_BLOWUP"),
 ];
 
 /// Diagnoses a run: every detector, findings sorted most severe first. `since` keeps only
@@ -301,6 +304,50 @@ mod linking {
             assert_eq!(s.truncated[i], Some(true));
             assert!(e.step >= f.onset_step && e.step <= f.last_step);
         }
+    }
+}
+
+#[cfg(test)]
+mod patterns {
+    use super::*;
+    use crate::synth::Rng;
+
+    #[test]
+    fn a_kl_blow_up_is_named_as_the_root_of_the_held_out_divergence() {
+        let mut rng = Rng::new(7);
+        let n: usize = 600;
+        // train reward creeping up; KL runs away from point 300; the held-out metric
+        // (evaluated every 10–30 points) falls from 320 and stays down
+        let reward = (0..n)
+            .map(|i| 0.3 + 0.0003 * i as f64 + 0.02 * rng.normal())
+            .collect();
+        let kl = (0..n)
+            .map(|i| {
+                let d: f64 = i.saturating_sub(300) as f64;
+                0.02 * (0.04 * d).exp().min(200.0) * (0.1 * rng.normal()).exp()
+            })
+            .collect();
+        let mut val = vec![f64::NAN; n];
+        let mut i = 7;
+        while i < n {
+            val[i] = 0.6 - 0.0005 * i.saturating_sub(320) as f64 + 0.006 * rng.normal();
+            i += rng.range(10, 31);
+        }
+        let run = RunInput::new((0..n as i64).collect())
+            .with("reward_mean", reward)
+            .with("kl_mean", kl)
+            .with("extra.val/accuracy", val);
+        let d = diagnose(&run, None);
+        let find = |code: &str| {
+            d.findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{code} found: {:?}", d.findings))
+        };
+        let (kl, hacking) = (find("KL_BLOWUP"), find("REWARD_HACKING"));
+        assert!(kl.onset_index.abs_diff(300) <= 10, "KL onset {}", kl.onset_index);
+        assert_eq!(hacking.root_cause, Some("KL_BLOWUP"), "{}", hacking.message);
+        assert_eq!(kl.root_cause, None);
     }
 }
 
