@@ -158,9 +158,7 @@ fn link_causes(findings: &mut [Finding]) {
                 .filter(|(effect, _)| *effect == findings[e].code)
                 .find_map(|(_, cause)| {
                     findings.iter().position(|f| {
-                        f.code == *cause
-                            && overlaps(f, &findings[e])
-                            && by_onset(f, &findings[e])
+                        f.code == *cause && overlaps(f, &findings[e]) && by_onset(f, &findings[e])
                     })
                 })
         })
@@ -371,7 +369,11 @@ mod patterns {
                 .unwrap_or_else(|| panic!("{code} found: {:?}", d.findings))
         };
         let (kl, hacking) = (find("KL_BLOWUP"), find("REWARD_HACKING"));
-        assert!(kl.onset_index.abs_diff(300) <= 10, "KL onset {}", kl.onset_index);
+        assert!(
+            kl.onset_index.abs_diff(300) <= 10,
+            "KL onset {}",
+            kl.onset_index
+        );
         assert_eq!(hacking.root_cause, Some("KL_BLOWUP"), "{}", hacking.message);
         assert_eq!(kl.root_cause, None);
     }
@@ -428,9 +430,18 @@ mod patterns {
         );
         let d = diagnose(&run, None);
         let (trunc, len) = pair(&d);
-        assert!(trunc.onset_index.abs_diff(300) <= 5, "{}", trunc.onset_index);
+        assert!(
+            trunc.onset_index.abs_diff(300) <= 5,
+            "{}",
+            trunc.onset_index
+        );
         assert_eq!(trunc.root_cause, None, "{}", trunc.message);
-        assert_eq!(len.root_cause, Some("TRUNCATION_COLLAPSE"), "{}", len.message);
+        assert_eq!(
+            len.root_cause,
+            Some("TRUNCATION_COLLAPSE"),
+            "{}",
+            len.message
+        );
     }
 
     #[test]
@@ -453,7 +464,12 @@ mod patterns {
             trunc.onset_index
         );
         assert_eq!(len.root_cause, None, "{}", len.message);
-        assert_eq!(trunc.root_cause, Some("LENGTH_EXPLOITATION"), "{}", trunc.message);
+        assert_eq!(
+            trunc.root_cause,
+            Some("LENGTH_EXPLOITATION"),
+            "{}",
+            trunc.message
+        );
     }
 }
 

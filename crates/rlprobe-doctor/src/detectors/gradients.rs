@@ -159,7 +159,10 @@ fn run(run: &RunInput) -> Outcome {
         let worst = spikes.iter().map(|&i| g[i] / before(i)).fold(0.0, f64::max);
         let trailing = before(first);
         let what = if persistent {
-            format!("{count} grad_norm spikes recurring over steps {}–{}", steps[first], steps[last])
+            format!(
+                "{count} grad_norm spikes recurring over steps {}–{}",
+                steps[first], steps[last]
+            )
         } else {
             format!("isolated grad_norm spike(s), none recurring {SPIKE_REPEAT} within {SPIKE_WINDOW} points")
         };
@@ -293,7 +296,12 @@ mod tests {
         at.extend(every(431, 8, &[6, 9]));
         spike(&mut g, &at, 15.0);
         let f = spike_finding(g).expect("spikes found");
-        assert_eq!((f.severity, f.onset_index), (Severity::Warn, 102), "{}", f.message);
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 102),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
@@ -307,6 +315,11 @@ mod tests {
         spike(&mut g, &[330], 20.0);
         spike(&mut g, &every(420, 12, &[15, 25, 20]), 20.0);
         let f = spike_finding(g).expect("spikes found");
-        assert_eq!((f.severity, f.onset_index), (Severity::Warn, 420), "{}", f.message);
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 420),
+            "{}",
+            f.message
+        );
     }
 }

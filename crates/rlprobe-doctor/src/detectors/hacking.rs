@@ -178,7 +178,17 @@ fn held_out(run: &RunInput, r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
     // the change point of the evaluations (searched over the recent ones: the fall must
     // last to the end anyway), the level before it and the level at the end
     let n = v.len();
-    let c = onset(&v, n.saturating_sub(HELD_OUT_SEARCH), n - 1);
+    // dated on the points' own positions (evaluations are unevenly spaced)
+    let oriented: Vec<f64> = xs
+        .iter()
+        .map(|&x| if lower_is_better { -x } else { x })
+        .collect();
+    let at = onset(
+        &oriented,
+        pts[n.saturating_sub(HELD_OUT_SEARCH)],
+        pts[n - 1],
+    );
+    let c = pts.partition_point(|&p| p < at);
     if c < HELD_OUT_LEVEL || n - c < HELD_OUT_LAST {
         return None;
     }
@@ -201,7 +211,10 @@ fn held_out(run: &RunInput, r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
         crate::signal::last_value(&rs, pts[n - 1]),
     );
     let train_holds = now >= then - r_noise;
-    if !(fall > HELD_OUT_SIGMA * noise && fall > HELD_OUT_SHARE * gained && stays_down && train_holds)
+    if !(fall > HELD_OUT_SIGMA * noise
+        && fall > HELD_OUT_SHARE * gained
+        && stays_down
+        && train_holds)
     {
         return None;
     }
@@ -431,8 +444,9 @@ mod tests {
         let val = held_out(&mut rng, level, |_| 0.006, (10, 50));
         let r = reward(&mut rng);
         let f = hacking(r, val).expect("REWARD_HACKING found");
+        // dated on the evaluations' own positions: within an evaluation gap of 400
         assert!(
-            f.onset_index.abs_diff(400) <= 50,
+            f.onset_index.abs_diff(400) <= 25,
             "onset {}: {}",
             f.onset_index,
             f.message

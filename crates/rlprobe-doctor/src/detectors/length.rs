@@ -104,7 +104,10 @@ fn run_length(run: &RunInput) -> Outcome {
     // long has long left its start), and where the length is by the episode's end
     let reward_span = raw_reward.and_then(|r| {
         let (ea, eb) = crate::signal::end_window(r, at, g.last.max(at))?;
-        Some((level_before(r, at)?, crate::signal::median_between(r, ea, eb)?))
+        Some((
+            level_before(r, at)?,
+            crate::signal::median_between(r, ea, eb)?,
+        ))
     });
     let reward_gain = reward_span.map(|(then, now)| {
         let sigma = reward.as_ref().map_or(0.0, |r| r.1);
@@ -155,7 +158,9 @@ fn run_length(run: &RunInput) -> Outcome {
         .levels(levels)
         .column(name);
     if let Some(rel) = reward_gain {
-        f = f.column("reward_mean").evidence("reward relative gain", rel);
+        f = f
+            .column("reward_mean")
+            .evidence("reward relative gain", rel);
     }
     if let Some((cname, c)) = &cap {
         f = f
@@ -316,7 +321,11 @@ mod tests {
         let reward = (0..n)
             .map(|i| {
                 let d = i.saturating_sub(t0) as f64;
-                let up = if after(i) { gain * (1.0 - (-d / 20.0).exp()) } else { 0.0 };
+                let up = if after(i) {
+                    gain * (1.0 - (-d / 20.0).exp())
+                } else {
+                    0.0
+                };
                 0.2 + 0.0008 * i as f64 + up + 0.02 * rng.normal()
             })
             .collect();

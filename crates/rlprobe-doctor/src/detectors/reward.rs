@@ -183,17 +183,27 @@ fn ceiling(run: &RunInput, r: &[f64]) -> Option<Ceiling> {
     let present = || r.iter().copied().filter(|v| !v.is_nan());
     let lowest = present().fold(f64::INFINITY, f64::min);
     if let Some(m) = run.series("reward_max") {
-        let top = m.iter().copied().filter(|v| !v.is_nan()).fold(f64::NEG_INFINITY, f64::max);
+        let top = m
+            .iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .fold(f64::NEG_INFINITY, f64::max);
         let floor = lowest.min(0.0);
         if top.is_finite() && top > floor {
-            return Some(Ceiling { top, floor, from: "the highest reward_max" });
+            return Some(Ceiling {
+                top,
+                floor,
+                from: "the highest reward_max",
+            });
         }
     }
-    present().all(|v| (0.0..=1.0).contains(&v)).then_some(Ceiling {
-        top: 1.0,
-        floor: 0.0,
-        from: "a reward bounded in [0, 1]",
-    })
+    present()
+        .all(|v| (0.0..=1.0).contains(&v))
+        .then_some(Ceiling {
+            top: 1.0,
+            floor: 0.0,
+            from: "a reward bounded in [0, 1]",
+        })
 }
 
 /// Saturation told from the reward's level alone, when no spread column says it (or the
@@ -214,12 +224,15 @@ fn saturation_by_level(
     let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
     let last = last_flag(&fl).unwrap_or(t);
     let levels = measured_levels(r, &run.steps, "reward_mean", at, last);
-    let end = levels.as_ref().map_or(crate::signal::last_value(s, last), |l| l.end);
-    let spread = if run.series("reward_std").is_some() || run.series("zero_variance_group_frac").is_some() {
-        "the logged spread has not collapsed yet"
-    } else {
-        "no reward_std or zero_variance_group_frac logged to tell how many groups still vary"
-    };
+    let end = levels
+        .as_ref()
+        .map_or(crate::signal::last_value(s, last), |l| l.end);
+    let spread =
+        if run.series("reward_std").is_some() || run.series("zero_variance_group_frac").is_some() {
+            "the logged spread has not collapsed yet"
+        } else {
+            "no reward_std or zero_variance_group_frac logged to tell how many groups still vary"
+        };
     Some(
         Finding::new(
             "REWARD_SATURATION",
@@ -255,9 +268,8 @@ fn stall(run: &RunInput, r: &[f64], noise: f64, ceiling: Option<Ceiling>) -> Opt
             break;
         };
         // a reward flat at its ceiling is saturated (reported as such), not stalled
-        let at_ceiling = ceiling.is_some_and(|c| {
-            median(&w).is_some_and(|m| c.headroom(m) <= SAT_HEADROOM)
-        });
+        let at_ceiling =
+            ceiling.is_some_and(|c| median(&w).is_some_and(|m| c.headroom(m) <= SAT_HEADROOM));
         let flat = !at_ceiling
             && slope / se < STALL_T
             && slope * (STALL_WINDOW as f64) < STALL_MOVE * noise;
