@@ -38,12 +38,21 @@ const CAUSES: &[(&str, &str)] = &[
     ("ZERO_VARIANCE_GROUPS", "REWARD_COLLAPSE"),
     // looping completions run to the cap
     ("TRUNCATION_COLLAPSE", "REPETITION_LOOPS"),
+    // either way round, decided by the dates (`by_onset`): when nothing terminates (the EOS
+    // rate collapses) lengths run to the cap, and the length growth is the effect; when
+    // lengths grow for their own sake, truncation follows once they reach the cap. Listed
+    // first: on a tie the truncation is the root (length growth alone cannot cut
+    // completions before it has reached the cap)
+    ("LENGTH_EXPLOITATION", "TRUNCATION_COLLAPSE"),
     ("TRUNCATION_COLLAPSE", "LENGTH_EXPLOITATION"),
     // an exploding update produces the NaNs and blows up the ratio and the KL
     ("NAN_INF", "GRAD_EXPLOSION"),
     ("RATIO_EXPLOSION", "GRAD_EXPLOSION"),
     ("CLIP_FRACTION_HIGH", "RATIO_EXPLOSION"),
     ("GRAD_NORM_SPIKE", "GRAD_EXPLOSION"),
+    // a policy that ran away from the reference is off the reward model's support: the
+    // held-out divergence is what the KL blow-up looks like from the outside
+    ("REWARD_HACKING", "KL_BLOWUP"),
 ];
 
 /// Diagnoses a run: every detector, findings sorted most severe first. `since` keeps only
@@ -121,18 +130,36 @@ fn run_all(run: &RunInput) -> Vec<Result<Outcome, String>> {
         .collect()
 }
 
+/// Onsets this many points apart or closer are a tie for `by_onset`.
+const ONSET_TIE: usize = 10;
+
+/// For a pair CAUSES lists both ways round: whether `cause` is the cause of `effect` by the
+/// dates (the earlier onset is the cause; on a tie, the direction listed first).
+fn by_onset(cause: &Finding, effect: &Finding) -> bool {
+    let listed = |a: &str, b: &str| CAUSES.iter().position(|&(e, c)| e == a && c == b);
+    let Some(back) = listed(cause.code, effect.code) else {
+        return true; // one way only: the table decides
+    };
+    if cause.onset_index.abs_diff(effect.onset_index) <= ONSET_TIE {
+        listed(effect.code, cause.code).is_some_and(|fwd| fwd < back)
+    } else {
+        cause.onset_index < effect.onset_index
+    }
+}
+
 fn link_causes(findings: &mut [Finding]) {
     // the direct cause first (the first match in CAUSES order), then follow the chain to
-    // its root (advantage ← zero variance ← saturation); CAUSES has no cycle
+    // its root (advantage ← zero variance ← saturation); a pair listed both ways links one
+    // way only (`by_onset`), so no chain has a cycle
     let direct: Vec<Option<usize>> = (0..findings.len())
         .map(|e| {
             CAUSES
                 .iter()
                 .filter(|(effect, _)| *effect == findings[e].code)
                 .find_map(|(_, cause)| {
-                    findings
-                        .iter()
-                        .position(|f| f.code == *cause && overlaps(f, &findings[e]))
+                    findings.iter().position(|f| {
+                        f.code == *cause && overlaps(f, &findings[e]) && by_onset(f, &findings[e])
+                    })
                 })
         })
         .collect();
@@ -301,6 +328,148 @@ mod linking {
             assert_eq!(s.truncated[i], Some(true));
             assert!(e.step >= f.onset_step && e.step <= f.last_step);
         }
+    }
+}
+
+#[cfg(test)]
+mod patterns {
+    use super::*;
+    use crate::synth::Rng;
+
+    #[test]
+    fn a_kl_blow_up_is_named_as_the_root_of_the_held_out_divergence() {
+        let mut rng = Rng::new(7);
+        let n: usize = 600;
+        // train reward creeping up; KL runs away from point 300; the held-out metric
+        // (evaluated every 10–30 points) falls from 320 and stays down
+        let reward = (0..n)
+            .map(|i| 0.3 + 0.0003 * i as f64 + 0.02 * rng.normal())
+            .collect();
+        let kl = (0..n)
+            .map(|i| {
+                let d: f64 = i.saturating_sub(300) as f64;
+                0.02 * (0.04 * d).exp().min(200.0) * (0.1 * rng.normal()).exp()
+            })
+            .collect();
+        let mut val = vec![f64::NAN; n];
+        let mut i = 7;
+        while i < n {
+            val[i] = 0.6 - 0.0005 * i.saturating_sub(320) as f64 + 0.006 * rng.normal();
+            i += rng.range(10, 31);
+        }
+        let run = RunInput::new((0..n as i64).collect())
+            .with("reward_mean", reward)
+            .with("kl_mean", kl)
+            .with("extra.val/accuracy", val);
+        let d = diagnose(&run, None);
+        let find = |code: &str| {
+            d.findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{code} found: {:?}", d.findings))
+        };
+        let (kl, hacking) = (find("KL_BLOWUP"), find("REWARD_HACKING"));
+        assert!(
+            kl.onset_index.abs_diff(300) <= 10,
+            "KL onset {}",
+            kl.onset_index
+        );
+        assert_eq!(hacking.root_cause, Some("KL_BLOWUP"), "{}", hacking.message);
+        assert_eq!(kl.root_cause, None);
+    }
+
+    /// 600 points: reward creeping up, completion lengths capped at 1024; `eos` and `len`
+    /// give the EOS rate (or None: a truncation_rate from `trunc`) and the mean length.
+    fn truncation_run(
+        rng: &mut Rng,
+        len: impl Fn(f64) -> f64,
+        trunc: impl Fn(f64) -> f64,
+        as_eos: bool,
+    ) -> RunInput {
+        let n: usize = 600;
+        let d = |i: usize| i.saturating_sub(300) as f64;
+        let reward = (0..n)
+            .map(|i| 0.3 + 0.0003 * i as f64 + 0.02 * rng.normal())
+            .collect();
+        let lens: Vec<f64> = (0..n)
+            .map(|i| (len(d(i)) * (1.0 + 0.03 * rng.normal())).min(1024.0))
+            .collect();
+        let cut: Vec<f64> = (0..n)
+            .map(|i| (trunc(d(i)) + 0.005 * rng.normal()).clamp(0.0, 1.0))
+            .collect();
+        let run = RunInput::new((0..n as i64).collect())
+            .with("reward_mean", reward)
+            .with("completion_len_mean", lens)
+            .with("completion_len_max", vec![1024.0; n]);
+        if as_eos {
+            run.with("eos_rate", cut.iter().map(|t| 1.0 - t).collect())
+        } else {
+            run.with("truncation_rate", cut)
+        }
+    }
+
+    fn pair(d: &Diagnosis) -> (&Finding, &Finding) {
+        let find = |code: &str| {
+            d.findings
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("{code} found: {:?}", d.findings))
+        };
+        (find("TRUNCATION_COLLAPSE"), find("LENGTH_EXPLOITATION"))
+    }
+
+    #[test]
+    fn an_eos_collapse_is_the_root_of_the_length_running_to_the_cap() {
+        let mut rng = Rng::new(8);
+        // EOS rate 0.98 → 0.01 from point 300; lengths 300 → 1000 as nothing terminates
+        let run = truncation_run(
+            &mut rng,
+            |d| 1000.0 - 700.0 * (-d / 15.0).exp(),
+            |d| 0.02 + 0.97 * (1.0 - (-d / 5.0).exp()),
+            true,
+        );
+        let d = diagnose(&run, None);
+        let (trunc, len) = pair(&d);
+        assert!(
+            trunc.onset_index.abs_diff(300) <= 5,
+            "{}",
+            trunc.onset_index
+        );
+        assert_eq!(trunc.root_cause, None, "{}", trunc.message);
+        assert_eq!(
+            len.root_cause,
+            Some("TRUNCATION_COLLAPSE"),
+            "{}",
+            len.message
+        );
+    }
+
+    #[test]
+    fn length_growth_that_runs_into_the_cap_is_the_root_of_truncation() {
+        let mut rng = Rng::new(9);
+        // length ×e^(0.015 d) from 300; truncation climbs once the mean nears the cap
+        let grow = |d: f64| 250.0 * (0.015 * d).exp().min(4.0);
+        let run = truncation_run(
+            &mut rng,
+            grow,
+            move |d| 0.02 + 0.95 * ((grow(d) - 600.0) / 350.0).clamp(0.0, 1.0),
+            false,
+        );
+        let d = diagnose(&run, None);
+        let (trunc, len) = pair(&d);
+        assert!(
+            len.onset_index + 20 < trunc.onset_index,
+            "length {} before truncation {}",
+            len.onset_index,
+            trunc.onset_index
+        );
+        assert_eq!(len.root_cause, None, "{}", len.message);
+        assert_eq!(
+            trunc.root_cause,
+            Some("LENGTH_EXPLOITATION"),
+            "{}",
+            trunc.message
+        );
     }
 }
 

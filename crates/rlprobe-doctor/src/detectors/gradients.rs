@@ -36,6 +36,41 @@ const EXPLODE_CRIT: f64 = 10.0;
 /// Vanishing: a sustained level below 1/100 of the early baseline.
 const VANISH: f64 = 0.01;
 
+/// A spike whose gap to the next is this many times the episode's typical gap is a lone
+/// spike ahead of the episode, not its start.
+const LONE_GAP: f64 = 3.0;
+
+/// The first persistent episode of `spikes` (point indices, ascending), as indices into
+/// it: it starts at the first spike whose next `SPIKE_WINDOW` points hold `SPIKE_REPEAT`
+/// spikes (a lone spike far ahead of the rest skipped) and lasts while the next spike
+/// comes within `SPIKE_WINDOW` points. None when no window reaches `SPIKE_REPEAT`.
+fn episode(spikes: &[usize]) -> Option<(usize, usize)> {
+    let within = |a: usize| {
+        spikes[a..]
+            .iter()
+            .take_while(|&&s| s < spikes[a] + SPIKE_WINDOW)
+            .count()
+    };
+    let mut a = (0..spikes.len()).find(|&a| within(a) >= SPIKE_REPEAT)?;
+    while a + 1 < spikes.len() && within(a + 1) >= SPIKE_REPEAT {
+        let n = within(a + 1);
+        let mut gaps: Vec<f64> = spikes[a + 1..a + 1 + n]
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64)
+            .collect();
+        let typical = rlprobe_series::robust::median_in_place(&mut gaps).unwrap_or(0.0);
+        if ((spikes[a + 1] - spikes[a]) as f64) <= LONE_GAP * typical {
+            break;
+        }
+        a += 1;
+    }
+    let mut b = a;
+    while b + 1 < spikes.len() && spikes[b + 1] < spikes[b] + SPIKE_WINDOW {
+        b += 1;
+    }
+    Some((a, b))
+}
+
 fn run(run: &RunInput) -> Outcome {
     let (name, g) = match need(run, &["grad_norm"], MIN_POINTS) {
         Ok(x) => x,
@@ -105,35 +140,49 @@ fn run(run: &RunInput) -> Outcome {
             z[i] > SPIKE_Z && g[i] > SPIKE_RATIO * before(i) && g[i] - before(i) > 2.0 * res
         })
         .collect();
-    if !spikes.is_empty() {
-        // the densest run of spikes within SPIKE_WINDOW points
-        let mut best = (0usize, 1usize);
-        for a in 0..spikes.len() {
-            let n = spikes[a..]
-                .iter()
-                .take_while(|&&s| s < spikes[a] + SPIKE_WINDOW)
-                .count();
-            if n > best.1 {
-                best = (a, n);
-            }
-        }
-        let (first, count) = (spikes[best.0], best.1);
-        let sev = if count >= SPIKE_REPEAT {
+    if let Some(&lone) = spikes.first() {
+        // dated by the first spike of the persistent episode, not by its busiest window:
+        // the onset is where the anomaly began
+        let (a, b) = episode(&spikes).unwrap_or((0, 0));
+        let persistent = b > a;
+        let (first, count) = if persistent {
+            (spikes[a], b - a + 1)
+        } else {
+            (lone, 1)
+        };
+        let last = spikes[b];
+        let sev = if persistent {
             Severity::Warn
         } else {
             Severity::Info
         };
         let worst = spikes.iter().map(|&i| g[i] / before(i)).fold(0.0, f64::max);
+        let trailing = before(first);
+        let what = if persistent {
+            format!(
+                "{count} grad_norm spikes recurring over steps {}–{}",
+                steps[first], steps[last]
+            )
+        } else {
+            format!("isolated grad_norm spike(s), none recurring {SPIKE_REPEAT} within {SPIKE_WINDOW} points")
+        };
         out.push(
             Finding::new(
                 "GRAD_NORM_SPIKE",
                 sev,
-                format!("{} grad_norm spike(s) (up to {}× the trailing median), {count} within {SPIKE_WINDOW} points", spikes.len(), num(worst)),
+                format!(
+                    "{what}; the first at step {} is {} ({}× the trailing 50-point median {}); {} in the run, up to {}× the trailing median",
+                    steps[first], num(g[first]), num(g[first] / trailing), num(trailing), spikes.len(), num(worst)
+                ),
                 "Recurring spikes precede divergence: lower the learning rate or raise warm-up, keep gradient clipping on, and inspect the batches at the spike steps (outlier rewards, very long completions).",
             )
-            .at(steps, first, spikes[best.0 + count - 1])
+            .at(steps, first, last)
             .confidence(confidence(worst / SPIKE_RATIO, count as f64 / SPIKE_REPEAT as f64))
             .column(name)
+            .evidence("first spike step", steps[first] as f64)
+            .evidence("first spike value", g[first])
+            .evidence("trailing median at first spike", trailing)
+            .evidence("spikes in episode", count as f64)
             .evidence("spikes", spikes.len() as f64)
             .evidence("max ratio to trailing median", worst),
         );
@@ -176,4 +225,101 @@ fn run(run: &RunInput) -> Outcome {
         );
     }
     Outcome::Ran(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Rng;
+
+    /// A healthy pre-clip norm: 0.5 with log-normal noise (σ 0.25 on a log scale).
+    fn norm(n: usize, rng: &mut Rng) -> Vec<f64> {
+        (0..n).map(|_| 0.5 * (0.25 * rng.normal()).exp()).collect()
+    }
+
+    /// Multiplies the points at `at` by `factor`.
+    fn spike(g: &mut [f64], at: &[usize], factor: f64) {
+        for &i in at {
+            g[i] *= factor;
+        }
+    }
+
+    /// `count` points from `from` with gaps cycling through `gaps`.
+    fn every(from: usize, count: usize, gaps: &[usize]) -> Vec<usize> {
+        let mut at = vec![from];
+        for k in 1..count {
+            at.push(at[k - 1] + gaps[(k - 1) % gaps.len()]);
+        }
+        at
+    }
+
+    fn spike_finding(g: Vec<f64>) -> Option<Finding> {
+        let n = g.len() as i64;
+        let run = RunInput::new((0..n).collect()).with("grad_norm", g);
+        let Outcome::Ran(f) = super::run(&run) else {
+            panic!("the detector runs")
+        };
+        assert!(
+            f.iter().all(|f| f.code != "GRAD_EXPLOSION"),
+            "no 3 spikes in 5 points: not an explosion: {f:?}"
+        );
+        f.into_iter().find(|f| f.code == "GRAD_NORM_SPIKE")
+    }
+
+    #[test]
+    fn spikes_are_dated_by_the_first_spike_of_the_persistent_episode() {
+        let mut rng = Rng::new(19);
+        // 200× spikes from point 252, 34 in the next 100 points, recurring sparser after,
+        // and a busier burst (40 in 100) from 432
+        let mut g = norm(700, &mut rng);
+        let first = every(252, 34, &[2, 4]);
+        let sparse = every(360, 7, &[11]);
+        let busy = every(432, 40, &[2, 3]);
+        for at in [&first, &sparse, &busy] {
+            spike(&mut g, at, 200.0);
+        }
+        let f = spike_finding(g).expect("spikes found");
+        assert_eq!(f.severity, Severity::Warn);
+        assert_eq!(f.onset_index, 252, "{}", f.message);
+        let ev = |k: &str| f.evidence.iter().find(|e| e.0 == k).map(|e| e.1);
+        assert_eq!(ev("first spike step"), Some(252.0), "{:?}", f.evidence);
+        assert!(ev("trailing median at first spike").is_some_and(|m| (m - 0.5).abs() < 0.1));
+
+        // a real run's shape: a first 15× spike at 102, then spikes every 25–45 points,
+        // and a busier stretch from 431
+        let mut g = norm(800, &mut rng);
+        let mut at = vec![102];
+        while *at.last().unwrap() < 400 {
+            let next = at.last().unwrap() + rng.range(25, 46);
+            at.push(next);
+        }
+        at.extend(every(431, 8, &[6, 9]));
+        spike(&mut g, &at, 15.0);
+        let f = spike_finding(g).expect("spikes found");
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 102),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn isolated_spikes_stay_info_and_do_not_move_a_later_episode() {
+        let mut rng = Rng::new(23);
+        let mut g = norm(700, &mut rng);
+        spike(&mut g, &[60, 130], 20.0);
+        let f = spike_finding(g.clone()).expect("spikes found");
+        assert_eq!((f.severity, f.onset_index), (Severity::Info, 60));
+        // a lone spike at 330 and a recurring episode from 420
+        spike(&mut g, &[330], 20.0);
+        spike(&mut g, &every(420, 12, &[15, 25, 20]), 20.0);
+        let f = spike_finding(g).expect("spikes found");
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 420),
+            "{}",
+            f.message
+        );
+    }
 }

@@ -8,12 +8,12 @@
 //! - length-driven reward: within a step, reward correlates with completion length
 //!   (Singhal et al. 2023, "A Long Way to Go: Investigating Length Correlations in RLHF").
 
-use rlprobe_series::robust::median;
+use rlprobe_series::robust::{median, MAD_TO_SIGMA};
 
 use super::{num, Detector, Outcome, MIN_POINTS};
-use crate::finding::{EvidenceSample, Finding, Severity};
+use crate::finding::{EvidenceSample, Finding, Levels, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline, baseline_from, confidence, flags, onset, smooth, sustained};
+use crate::signal::{baseline, confidence, flags, onset, smooth, sustained};
 
 pub const DETECTOR: Detector = Detector {
     name: "reward_hacking",
@@ -34,10 +34,16 @@ pub const HELD_OUT_PREFIXES: &[&str] = &[
 ];
 /// Held-out evaluations needed before a fall is judged.
 const HELD_OUT_MIN: usize = 12;
-/// A held-out fall from its best of at least this many σ (of its own evaluation noise)
-/// and this share of what it had gained.
+/// A held-out fall from the level before its change point to the level at the end (medians
+/// of `HELD_OUT_LEVEL` evaluations each) of at least this many σ of the series' own
+/// evaluation noise and this share of what it had gained; the last `HELD_OUT_LAST`
+/// evaluations must all still be down (a 2–4 % wobble that recovers is evaluation noise).
 const HELD_OUT_SIGMA: f64 = 4.0;
 const HELD_OUT_SHARE: f64 = 0.3;
+const HELD_OUT_LEVEL: usize = 5;
+const HELD_OUT_LAST: usize = 3;
+/// Evaluations the change point is searched over (the most recent).
+const HELD_OUT_SEARCH: usize = 300;
 /// KL outrunning reward: KL multiplied by this over the span while the reward moved by
 /// less than its point noise.
 const KL_RATIO: f64 = 3.0;
@@ -52,6 +58,8 @@ struct Sign {
     onset: usize,
     last: usize,
     strength: f64,
+    /// The levels the sign states (the held-out metric's, before and after its fall).
+    levels: Option<Levels>,
 }
 
 fn run(run: &RunInput) -> Outcome {
@@ -81,7 +89,7 @@ fn run(run: &RunInput) -> Outcome {
     let mut signs: Vec<Sign> = Vec::new();
     let mut columns = vec!["reward_mean".to_string()];
     for (name, xs) in held {
-        if let Some(s) = held_out(r, name, xs) {
+        if let Some(s) = held_out(run, r, name, xs) {
             columns.push(name.to_string());
             signs.push(s);
         }
@@ -109,6 +117,9 @@ fn run(run: &RunInput) -> Outcome {
         Severity::Warn
     };
     let last = signs.iter().map(|s| s.last).max().unwrap();
+    // the held-out metric's levels are the checkable numbers; stated against the level
+    // before its change point (the run's start is not what the fall is measured from)
+    let levels = signs.iter().find_map(|s| s.levels.clone());
     let strength = signs.iter().map(|s| s.strength).fold(1.0, f64::max);
     let mut f = Finding::new(
         "REWARD_HACKING",
@@ -118,6 +129,7 @@ fn run(run: &RunInput) -> Outcome {
     )
     .at(&run.steps, signs[0].onset, last)
     .confidence(confidence(strength, (signs.len() as f64 / 2.0).min(1.0)))
+    .levels(levels)
     .evidence("signs", signs.len() as f64);
     for c in columns {
         f = f.column(&c);
@@ -149,7 +161,8 @@ fn run(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![f])
 }
 
-fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
+fn held_out(run: &RunInput, r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
+    // evaluations come every 10–50 points, with gaps: work on the present ones
     let pts: Vec<usize> = (0..xs.len()).filter(|&i| !xs[i].is_nan()).collect();
     if pts.len() < HELD_OUT_MIN {
         return None;
@@ -161,63 +174,89 @@ fn held_out(r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
         .iter()
         .map(|&i| if lower_is_better { -xs[i] } else { xs[i] })
         .collect();
-    let sm = smooth(&v, 3);
-    // its evaluation noise from the first evaluations' point-to-point differences
-    let base = baseline_from(&v, 0, HELD_OUT_MIN)?;
-    let noise = base.sigma.max(1e-9);
-    let rs = smooth(r, 9);
-    let mut best = (f64::NEG_INFINITY, 0usize);
-    let mut run_len = 0;
-    for j in 2..v.len() {
-        if sm[j] > best.0 {
-            best = (sm[j], j);
-            run_len = 0;
-            continue;
-        }
-        if j < HELD_OUT_MIN {
-            // the noise estimate comes from these first evaluations: judge only after them
-            continue;
-        }
-        let fall = best.0 - sm[j];
-        let gained = (best.0 - base.median).max(0.0);
-        // the train reward at this evaluation is no lower than at the held-out best
-        let (now, then) = (
-            crate::signal::last_value(&rs, pts[j]),
-            crate::signal::last_value(&rs, pts[best.1]),
-        );
-        let train_holds = now >= then - 1e-12;
-        if fall > HELD_OUT_SIGMA * noise && fall > HELD_OUT_SHARE * gained && train_holds {
-            run_len += 1;
-            if run_len >= 3 {
-                let last = (j..v.len())
-                    .take_while(|&k| best.0 - sm[k] > HELD_OUT_SIGMA * noise)
-                    .last()
-                    .unwrap_or(j);
-                return Some(Sign {
-                    what: format!(
-                        "held-out {} fell {} → {} while train reward held",
-                        name.trim_start_matches("extra."),
-                        num(signed(best.0, lower_is_better)),
-                        num(signed(sm[j], lower_is_better))
-                    ),
-                    onset: pts[best.1],
-                    last: pts[last],
-                    strength: fall / (HELD_OUT_SIGMA * noise),
-                });
-            }
-        } else {
-            run_len = 0;
-        }
+    let noise = eval_noise(&v)?.max(1e-9);
+    // the change point of the evaluations (searched over the recent ones: the fall must
+    // last to the end anyway), the level before it and the level at the end
+    let n = v.len();
+    // dated on the points' own positions (evaluations are unevenly spaced)
+    let oriented: Vec<f64> = xs
+        .iter()
+        .map(|&x| if lower_is_better { -x } else { x })
+        .collect();
+    let at = onset(
+        &oriented,
+        pts[n.saturating_sub(HELD_OUT_SEARCH)],
+        pts[n - 1],
+    );
+    let c = pts.partition_point(|&p| p < at);
+    if c < HELD_OUT_LEVEL || n - c < HELD_OUT_LAST {
+        return None;
     }
-    None
+    let (sa, sb) = (c - HELD_OUT_LEVEL, c - 1);
+    let (ea, eb) = ((n - HELD_OUT_LEVEL).max(c), n - 1);
+    let before = median(&v[sa..=sb])?;
+    let end = median(&v[ea..=eb])?;
+    let early = median(&v[..HELD_OUT_MIN])?;
+    let fall = before - end;
+    let gained = (before - early).max(0.0);
+    // a fall that recovered, even in part, by the last evaluations is evaluation noise
+    let stays_down = v[n - HELD_OUT_LAST..]
+        .iter()
+        .all(|&x| x < before - 2.0 * noise);
+    // the train reward holds (within its own noise) or rises over the same steps
+    let rs = smooth(r, 9);
+    let r_noise = baseline(r).map_or(0.0, |b| b.sigma);
+    let (then, now) = (
+        crate::signal::last_value(&rs, pts[c]),
+        crate::signal::last_value(&rs, pts[n - 1]),
+    );
+    let train_holds = now >= then - r_noise;
+    if !(fall > HELD_OUT_SIGMA * noise
+        && fall > HELD_OUT_SHARE * gained
+        && stays_down
+        && train_holds)
+    {
+        return None;
+    }
+    let raw = |a: usize, b: usize| median(&pts[a..=b].iter().map(|&i| xs[i]).collect::<Vec<_>>());
+    let (start_level, end_level) = (raw(sa, sb)?, raw(ea, eb)?);
+    let steps = &run.steps;
+    let levels = Levels {
+        column: name.to_string(),
+        start: start_level,
+        start_steps: (steps[pts[sa]], steps[pts[sb]]),
+        end: end_level,
+        end_steps: (steps[pts[ea]], steps[pts[eb]]),
+        ratio: if start_level != 0.0 {
+            end_level / start_level
+        } else {
+            f64::INFINITY
+        },
+    };
+    Some(Sign {
+        what: format!(
+            "held-out {} fell by {} ({}× its evaluation-to-evaluation noise σ {}) and stayed down through the last {HELD_OUT_LAST} evaluations, while train reward held ({} → {})",
+            name.trim_start_matches("extra."),
+            num(fall),
+            num(fall / noise),
+            num(noise),
+            num(then),
+            num(now)
+        ),
+        onset: pts[c],
+        last: pts[n - 1],
+        strength: fall / (HELD_OUT_SIGMA * noise),
+        levels: Some(levels),
+    })
 }
 
-fn signed(x: f64, flip: bool) -> f64 {
-    if flip {
-        -x
-    } else {
-        x
-    }
+/// A held-out series' own noise: the robust spread of its evaluation-to-evaluation
+/// differences, centred on their median so a trend (or the fall itself) is not noise.
+fn eval_noise(v: &[f64]) -> Option<f64> {
+    let d: Vec<f64> = v.windows(2).map(|w| w[1] - w[0]).collect();
+    let mid = median(&d)?;
+    let dev: Vec<f64> = d.iter().map(|x| (x - mid).abs()).collect();
+    Some(median(&dev)? * MAD_TO_SIGMA / std::f64::consts::SQRT_2)
 }
 
 fn kl_outruns(r: &[f64], kl: &[f64]) -> Option<Sign> {
@@ -244,6 +283,7 @@ fn kl_outruns(r: &[f64], kl: &[f64]) -> Option<Sign> {
         onset: at,
         last,
         strength: ks[t] / carried(&ks, t - KL_SPAN) / KL_RATIO,
+        levels: None,
     })
 }
 
@@ -296,6 +336,7 @@ fn length_driven(run: &RunInput) -> Option<(Sign, (i64, i64))> {
             onset: at,
             last,
             strength: sm[t] / CORR,
+            levels: None,
         },
         (run.steps[at], run.steps[last]),
     ))
@@ -328,4 +369,89 @@ fn pearson(a: &[f64], b: &[f64]) -> Option<f64> {
         return None;
     }
     Some(sab / (saa * sbb).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Rng;
+
+    const N: usize = 800;
+
+    /// Train reward rising slowly (0.3 → 0.54) with 0.02 noise: it holds throughout.
+    fn reward(rng: &mut Rng) -> Vec<f64> {
+        (0..N)
+            .map(|i| 0.3 + 0.0003 * i as f64 + 0.02 * rng.normal())
+            .collect()
+    }
+
+    /// A held-out metric evaluated every 10–50 points (missing in between), from `level(i)`
+    /// plus noise of `sd(i)`.
+    fn held_out(
+        rng: &mut Rng,
+        level: impl Fn(usize) -> f64,
+        sd: impl Fn(usize) -> f64,
+        gap: (usize, usize),
+    ) -> Vec<f64> {
+        let mut xs = vec![f64::NAN; N];
+        let mut i = rng.range(5, 15);
+        while i < N {
+            xs[i] = level(i) + sd(i) * rng.normal();
+            i += rng.range(gap.0, gap.1 + 1);
+        }
+        xs
+    }
+
+    fn hacking(r: Vec<f64>, val: Vec<f64>) -> Option<Finding> {
+        let run = RunInput::new((0..N as i64).collect())
+            .with("reward_mean", r)
+            .with("extra.val/accuracy", val);
+        let Outcome::Ran(f) = super::run(&run) else {
+            panic!("the detector runs")
+        };
+        f.into_iter().next()
+    }
+
+    #[test]
+    fn a_held_out_wobble_that_recovers_is_not_hacking() {
+        let mut rng = Rng::new(41);
+        // 0.6, a 3 % dip (0.018) over the 60 points from 400 and back; early evaluations
+        // tight (0.3 %), later ones ~1 %
+        let level = |i: usize| 0.6 - if (400..460).contains(&i) { 0.018 } else { 0.0 };
+        let sd = |i: usize| if i < 300 { 0.002 } else { 0.006 };
+        let val = held_out(&mut rng, level, sd, (10, 20));
+        let r = reward(&mut rng);
+        assert_eq!(hacking(r, val), None);
+    }
+
+    #[test]
+    fn a_dip_in_a_rising_held_out_metric_is_not_hacking() {
+        let mut rng = Rng::new(42);
+        // creeping up 0.6 → 0.64 with ~1 % evaluation noise (tight early), the evaluations
+        // of the last 80 points 2 % under the trend: still no lower than the metric was
+        let level = |i: usize| 0.6 + 0.00005 * i as f64 - if i >= 720 { 0.013 } else { 0.0 };
+        let sd = |i: usize| if i < 250 { 0.002 } else { 0.006 };
+        let val = held_out(&mut rng, level, sd, (10, 20));
+        let r = reward(&mut rng);
+        assert_eq!(hacking(r, val), None);
+    }
+
+    #[test]
+    fn a_lasting_held_out_fall_against_its_own_noise_is_hacking() {
+        let mut rng = Rng::new(43);
+        // 0.6 with ~1 % noise, falling by 0.0004 a point from 400 (−0.16 by the end)
+        let level = |i: usize| 0.6 - 0.0004 * i.saturating_sub(400) as f64;
+        let val = held_out(&mut rng, level, |_| 0.006, (10, 50));
+        let r = reward(&mut rng);
+        let f = hacking(r, val).expect("REWARD_HACKING found");
+        // dated on the evaluations' own positions: within an evaluation gap of 400
+        assert!(
+            f.onset_index.abs_diff(400) <= 25,
+            "onset {}: {}",
+            f.onset_index,
+            f.message
+        );
+        let l = f.levels.as_ref().expect("states the held-out levels");
+        assert!(l.end < l.start - 0.08, "{l:?}");
+    }
 }

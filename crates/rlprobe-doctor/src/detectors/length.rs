@@ -2,9 +2,9 @@
 //! and completions that no longer terminate.
 
 use super::{need, num, Detector, Outcome, MIN_POINTS};
-use crate::finding::{EvidenceSample, Finding};
+use crate::finding::{EvidenceSample, Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, onset, onset_log, smooth};
+use crate::signal::{baseline, graded, measured_levels, onset, onset_log, smooth};
 
 pub const LENGTH: Detector = Detector {
     name: "length",
@@ -36,6 +36,14 @@ const LEN_CRIT: f64 = 3.0;
 const TRUNC_WARN: f64 = 0.5;
 const TRUNC_CRIT: f64 = 0.9;
 
+/// Cap hits climbing: the truncated share at least this, and up by this much over the span.
+const CAP_SHARE: f64 = 0.2;
+const CAP_CLIMB: f64 = 0.15;
+/// A rising reward justifies length growth when its relative gain is at least this share of
+/// the length's relative growth (+120 % length needs +60 % reward): longer reasoning that
+/// pays off raises the reward about as fast as the length, exploitation far slower.
+const LEN_JUSTIFY: f64 = 0.5;
+
 fn run_length(run: &RunInput) -> Outcome {
     let (name, len) = match need(run, &["completion_len_mean"], MIN_POINTS + LEN_SPAN) {
         Ok(x) => x,
@@ -45,9 +53,8 @@ fn run_length(run: &RunInput) -> Outcome {
         return Outcome::Silent(format!("{name}: no baseline"));
     };
     let s = smooth(len, 9);
-    let reward = run
-        .series("reward_mean")
-        .map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
+    let raw_reward = run.series("reward_mean");
+    let reward = raw_reward.map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
     // the reward gain over the span is not keeping up with the length
     let carried = |v: &[f64], i: usize| crate::signal::last_value(v, i);
     // an unknown gain (no reward yet) counts as idle
@@ -58,33 +65,132 @@ fn run_length(run: &RunInput) -> Outcome {
         })
     };
     let from = base.end + LEN_SPAN;
-    let Some(g) = graded(
+    let grew = |i: usize, x: f64, k: f64| x > k * carried(&s, i - LEN_SPAN);
+    let plain = graded(
         &s,
         from,
         10,
         10,
-        |i, x| {
-            (x > LEN_RATIO * carried(&s, i - LEN_SPAN) && idle(i))
-                || x > LEN_ALONE * carried(&s, i - LEN_SPAN)
+        |i, x| (grew(i, x, LEN_RATIO) && idle(i)) || grew(i, x, LEN_ALONE),
+        |i, x| grew(i, x, LEN_CRIT) && idle(i),
+    );
+    // a reward that rises too hides nothing when completions pile up at the cap: judged
+    // below against the reward gain over the whole episode
+    let cap = truncated_share(run).map(|(n, xs)| (n, smooth(&xs, 9)));
+    let climbing = |i: usize| {
+        cap.as_ref().is_some_and(|(_, c)| {
+            let now = carried(c, i);
+            now >= CAP_SHARE && now - carried(c, i - LEN_SPAN) >= CAP_CLIMB
+        })
+    };
+    let (g, by_cap) = match plain {
+        Some(g) => (g, false),
+        None => match graded(
+            &s,
+            from,
+            10,
+            10,
+            |i, x| grew(i, x, LEN_RATIO) && climbing(i),
+            |i, x| grew(i, x, LEN_CRIT) && climbing(i),
+        ) {
+            Some(g) => (g, true),
+            None => return Outcome::Ran(Vec::new()),
         },
-        |i, x| x > LEN_CRIT * carried(&s, i - LEN_SPAN) && idle(i),
-    ) else {
-        return Outcome::Ran(Vec::new());
     };
     let at = onset_log(len, g.trigger.saturating_sub(LEN_SPAN + 50), g.trigger);
-    let now = crate::signal::last_value(&s, g.last);
-    let before = crate::signal::last_value(&s, at.saturating_sub(1));
-    let mut f = g.date(Finding::new(
-        "LENGTH_EXPLOITATION",
-        g.severity,
-        format!("completion length {} → {} (×{}) without a matching reward gain", num(before), num(now), num(now / before)),
-        "Length is being rewarded for itself: use token-level loss normalisation (Dr. GRPO / DAPO), add an overlong penalty, and check the reward model for a length bias.",
-    ), &run.steps, at, now / before / LEN_RATIO)
-    .column(name)
-    .evidence("before (smoothed)", before)
-    .evidence("latest (smoothed)", now);
+    let levels = measured_levels(len, &run.steps, name, at, g.last);
+    let ratio = levels.as_ref().map_or(f64::NAN, |l| l.ratio);
+    // the reward over the same steps: just before the onset (a reward that rose all run
+    // long has long left its start), and where the length is by the episode's end
+    let reward_span = raw_reward.and_then(|r| {
+        let (ea, eb) = crate::signal::end_window(r, at, g.last.max(at))?;
+        Some((
+            level_before(r, at)?,
+            crate::signal::median_between(r, ea, eb)?,
+        ))
+    });
+    let reward_gain = reward_span.map(|(then, now)| {
+        let sigma = reward.as_ref().map_or(0.0, |r| r.1);
+        (now - then) / then.abs().max(10.0 * sigma).max(1e-9)
+    });
+    if by_cap && reward_gain.is_some_and(|rel| rel >= LEN_JUSTIFY * (ratio - 1.0)) {
+        return Outcome::Ran(Vec::new());
+    }
+    let mut why = match (reward_span, reward_gain) {
+        (Some((then, now)), Some(rel)) if by_cap => format!(
+            "the length outran the reward: reward_mean moved only {} → {} ({}%) over the same steps (medians of the {} points before the onset and the last {})",
+            num(then),
+            num(now),
+            num(100.0 * rel),
+            crate::signal::BASELINE_POINTS,
+            crate::signal::LEVEL_POINTS
+        ),
+        _ => "the length grew without a matching reward gain".to_string(),
+    };
+    if let Some((cname, c)) = &cap {
+        let (now, then) = (carried(c, g.last), carried(c, at.saturating_sub(1)));
+        if now >= CAP_SHARE {
+            why.push_str(&format!(
+                "; {}% of completions hit the length cap ({cname}, {}% before)",
+                num(100.0 * now),
+                num(100.0 * then)
+            ));
+        }
+    }
+    // severity follows the stated ratio
+    let sev = if ratio >= LEN_CRIT {
+        Severity::Critical
+    } else {
+        Severity::Warn
+    };
+    let mut f = g
+        .date(
+            Finding::new(
+                "LENGTH_EXPLOITATION",
+                sev,
+                why,
+                "Length is being rewarded for itself: use token-level loss normalisation (Dr. GRPO / DAPO), add an overlong penalty, and check the reward model for a length bias.",
+            ),
+            &run.steps,
+            at,
+            ratio / LEN_RATIO,
+        )
+        .levels(levels)
+        .column(name);
+    if let Some(rel) = reward_gain {
+        f = f
+            .column("reward_mean")
+            .evidence("reward relative gain", rel);
+    }
+    if let Some((cname, c)) = &cap {
+        f = f
+            .column(cname)
+            .evidence("cap hits (smoothed)", carried(c, g.last));
+    }
     f.samples = longest(run, f.onset_step, f.last_step, false);
     Outcome::Ran(vec![f])
+}
+
+/// The median of the last `BASELINE_POINTS` present points before point `at`.
+fn level_before(xs: &[f64], at: usize) -> Option<f64> {
+    let w: Vec<usize> = (0..at.min(xs.len()))
+        .rev()
+        .filter(|&i| !xs[i].is_nan())
+        .take(crate::signal::BASELINE_POINTS)
+        .collect();
+    crate::signal::median_between(xs, *w.last()?, *w.first()?)
+}
+
+/// The truncated share: truncation_rate or max_len_hit_frac, else 1 − eos_rate; with the
+/// name it came from. Whether it came from the EOS rate is `name == "eos_rate"`.
+fn truncated_share(run: &RunInput) -> Option<(&'static str, Vec<f64>)> {
+    ["truncation_rate", "max_len_hit_frac"]
+        .iter()
+        .find_map(|n| run.series(n).map(|xs| (*n, xs.to_vec())))
+        .or_else(|| {
+            run.series("eos_rate")
+                .map(|xs| ("eos_rate", xs.iter().map(|v| 1.0 - v).collect()))
+        })
 }
 
 fn run_truncation(run: &RunInput) -> Outcome {
@@ -192,4 +298,70 @@ pub(crate) fn longest(
             why: why.into(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Rng;
+
+    /// 600 points: length ×`grow` from point 300 on, cap hits to `cap`, and a reward that
+    /// rises all run long (0.08 per 100 points, 4× its 0.02 noise) and by `gain` more over
+    /// the 20 points after 300.
+    fn run(grow: f64, cap: f64, gain: f64, rng: &mut Rng) -> RunInput {
+        let t0 = 300;
+        let n = 600;
+        let after = |i: usize| i >= t0;
+        let len = (0..n)
+            .map(|i| 300.0 * if after(i) { grow } else { 1.0 } * (1.0 + 0.05 * rng.normal()))
+            .collect();
+        let trunc = (0..n)
+            .map(|i| (if after(i) { cap } else { 0.02 } + 0.01 * rng.normal()).max(0.0))
+            .collect();
+        let reward = (0..n)
+            .map(|i| {
+                let d = i.saturating_sub(t0) as f64;
+                let up = if after(i) {
+                    gain * (1.0 - (-d / 20.0).exp())
+                } else {
+                    0.0
+                };
+                0.2 + 0.0008 * i as f64 + up + 0.02 * rng.normal()
+            })
+            .collect();
+        RunInput::new((0..n as i64).collect())
+            .with("completion_len_mean", len)
+            .with("truncation_rate", trunc)
+            .with("reward_mean", reward)
+    }
+
+    fn length_finding(run: &RunInput) -> Option<Finding> {
+        let Outcome::Ran(f) = run_length(run) else {
+            panic!("the detector runs")
+        };
+        f.into_iter().next()
+    }
+
+    #[test]
+    fn length_outrunning_a_rising_reward_with_cap_hits_is_exploitation() {
+        let mut rng = Rng::new(3);
+        // ×2.2 from point 300, 37 % of completions at the cap, the reward still rising
+        // (+18 % over the next 100 points)
+        let r = run(2.2, 0.37, 0.0, &mut rng);
+        let f = length_finding(&r).expect("LENGTH_EXPLOITATION found");
+        assert_eq!(f.severity, Severity::Warn, "{}", f.message);
+        assert!(f.onset_index.abs_diff(300) <= 3, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert!((l.ratio - 2.2).abs() < 0.15, "{l:?}");
+        assert!(f.message.contains("length cap"), "{}", f.message);
+    }
+
+    #[test]
+    fn length_growth_a_reward_gain_justifies_or_without_cap_hits_stays_quiet() {
+        let mut rng = Rng::new(4);
+        // the reward doubles along with the length: longer reasoning that pays off
+        assert_eq!(length_finding(&run(2.2, 0.37, 0.35, &mut rng)), None);
+        // the same steady reward rise, but completions still terminate
+        assert_eq!(length_finding(&run(2.2, 0.03, 0.0, &mut rng)), None);
+    }
 }

@@ -10,9 +10,10 @@ use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
-    agreement, baseline, confidence, flags, last_flag, ols_slope, onset, slope_change, smooth,
-    sustained, Baseline,
+    agreement, baseline, confidence, flags, last_flag, measured_levels, ols_slope, onset,
+    slope_change, smooth, sustained, Baseline,
 };
+use rlprobe_series::robust::median;
 
 pub const DETECTOR: Detector = Detector {
     name: "reward",
@@ -28,6 +29,10 @@ const COLLAPSE_SHARE: f64 = 0.4;
 /// Saturation: the reward spread below this share of its early level while the mean sits
 /// at the top of everything the run has seen.
 const SAT_STD: f64 = 0.15;
+/// At the ceiling: within this share of the reward's range below its ceiling (the
+/// reward_max column's highest value, or 1 for a reward bounded in [0, 1]). A GRPO group of
+/// 8 at a 0.95 mean is all-correct 66 % of the time: most groups carry no signal.
+const SAT_HEADROOM: f64 = 0.05;
 /// Stall: over the trailing window (evaluated every `STALL_EVERY` points) the least-squares
 /// slope is not significantly positive (t < 2, about the one-sided 2.5 % level) and moves
 /// the reward by less than half its point noise. The window is long because a slow but
@@ -56,9 +61,12 @@ fn run(run: &RunInput) -> Outcome {
         .map(|f| f.onset_index)
         .unwrap_or(usize::MAX);
     out.extend(collapse);
-    out.extend(saturation(run, r, &s, &base));
+    let ceiling = ceiling(run, r);
+    let saturated = saturation(run, r, &s, &base)
+        .or_else(|| ceiling.and_then(|c| saturation_by_level(run, r, &s, &base, c)));
+    out.extend(saturated);
     if collapse_from == usize::MAX {
-        out.extend(stall(run, r, noise));
+        out.extend(stall(run, r, noise, ceiling));
     }
     Outcome::Ran(out)
 }
@@ -143,6 +151,7 @@ fn saturation(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline) -> Option<F
     )
     .at(&run.steps, at, last)
     .confidence(confidence(2.0, agreement(&fl, t, last)))
+    .levels(measured_levels(r, &run.steps, "reward_mean", at, last))
     .column("reward_mean")
     .evidence("reward (smoothed)", now);
     if let Some(sd) = &sd_s {
@@ -153,7 +162,99 @@ fn saturation(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline) -> Option<F
     Some(f)
 }
 
-fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
+/// The reward's known ceiling and floor, and where the ceiling comes from: the highest
+/// reward_max logged, else 1 for a reward whose values all lie in [0, 1]. None when
+/// unknown: a mean reward's own maximum is no ceiling.
+#[derive(Debug, Clone, Copy)]
+struct Ceiling {
+    top: f64,
+    floor: f64,
+    from: &'static str,
+}
+
+impl Ceiling {
+    /// How far below the ceiling `x` is, as a share of the reward's range.
+    fn headroom(&self, x: f64) -> f64 {
+        (self.top - x) / (self.top - self.floor).max(1e-12)
+    }
+}
+
+fn ceiling(run: &RunInput, r: &[f64]) -> Option<Ceiling> {
+    let present = || r.iter().copied().filter(|v| !v.is_nan());
+    let lowest = present().fold(f64::INFINITY, f64::min);
+    if let Some(m) = run.series("reward_max") {
+        let top = m
+            .iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .fold(f64::NEG_INFINITY, f64::max);
+        let floor = lowest.min(0.0);
+        if top.is_finite() && top > floor {
+            return Some(Ceiling {
+                top,
+                floor,
+                from: "the highest reward_max",
+            });
+        }
+    }
+    present()
+        .all(|v| (0.0..=1.0).contains(&v))
+        .then_some(Ceiling {
+            top: 1.0,
+            floor: 0.0,
+            from: "a reward bounded in [0, 1]",
+        })
+}
+
+/// Saturation told from the reward's level alone, when no spread column says it (or the
+/// spread has not collapsed yet): a reward within `SAT_HEADROOM` of its ceiling has nowhere
+/// to go, and calling it a stall ("not learning") would point the remedy the wrong way.
+/// Reported rather than left silent because the user's next move is the same either way
+/// (harder prompts or stop); at lower confidence, since how many groups still carry a
+/// signal is not measured.
+fn saturation_by_level(
+    run: &RunInput,
+    r: &[f64],
+    s: &[f64],
+    base: &Baseline,
+    c: Ceiling,
+) -> Option<Finding> {
+    let fl = flags(s, base.end, |_, x| c.headroom(x) <= SAT_HEADROOM);
+    let (_, t) = sustained(&fl, 10, 10)?;
+    let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
+    let last = last_flag(&fl).unwrap_or(t);
+    let levels = measured_levels(r, &run.steps, "reward_mean", at, last);
+    let end = levels
+        .as_ref()
+        .map_or(crate::signal::last_value(s, last), |l| l.end);
+    let spread =
+        if run.series("reward_std").is_some() || run.series("zero_variance_group_frac").is_some() {
+            "the logged spread has not collapsed yet"
+        } else {
+            "no reward_std or zero_variance_group_frac logged to tell how many groups still vary"
+        };
+    Some(
+        Finding::new(
+            "REWARD_SATURATION",
+            Severity::Warn,
+            format!(
+                "reward at {}% of its ceiling {} ({}); {spread}",
+                num(100.0 * end / c.top),
+                num(c.top),
+                c.from
+            ),
+            "Nearly every sample already earns the top reward, so most groups carry no learning signal: move to harder prompts (curriculum), or stop and evaluate. Log reward_std or zero_variance_group_frac to see how many groups still vary.",
+        )
+        .at(&run.steps, at, last)
+        .confidence(0.8 * confidence(1.0, agreement(&fl, t, last)))
+        .levels(levels)
+        .column("reward_mean")
+        .evidence("ceiling", c.top)
+        .evidence("headroom share", c.headroom(end)),
+    )
+}
+
+fn stall(run: &RunInput, r: &[f64], noise: f64, ceiling: Option<Ceiling>) -> Option<Finding> {
     let pts: Vec<usize> = (0..r.len()).filter(|&i| !r[i].is_nan()).collect();
     if pts.len() < STALL_WINDOW + crate::signal::BASELINE_SKIP {
         return None;
@@ -166,7 +267,12 @@ fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
         let Some((slope, se)) = ols_slope(&w) else {
             break;
         };
-        let flat = slope / se < STALL_T && slope * (STALL_WINDOW as f64) < STALL_MOVE * noise;
+        // a reward flat at its ceiling is saturated (reported as such), not stalled
+        let at_ceiling =
+            ceiling.is_some_and(|c| median(&w).is_some_and(|m| c.headroom(m) <= SAT_HEADROOM));
+        let flat = !at_ceiling
+            && slope / se < STALL_T
+            && slope * (STALL_WINDOW as f64) < STALL_MOVE * noise;
         if flat {
             hits.push(end - 1);
         } else if hits.len() >= 2 {
@@ -193,8 +299,87 @@ fn stall(run: &RunInput, r: &[f64], noise: f64) -> Option<Finding> {
         )
         .at(&run.steps, at, last)
         .confidence(confidence(1.0 + (hits.len() as f64 - 2.0) / 4.0, 1.0))
+        .levels(measured_levels(r, &run.steps, "reward_mean", at, last))
         .column("reward_mean")
         .evidence("points without improvement", span as f64)
         .evidence("level (smoothed)", level),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Rng;
+
+    const N: usize = 600;
+
+    /// A reward climbing from 0.5 to `top` (time constant 30 points) and staying there,
+    /// with 0.01 noise, kept within [0, 1].
+    fn climbing_to(top: f64, rng: &mut Rng) -> Vec<f64> {
+        (0..N)
+            .map(|i| {
+                let up = 1.0 - (-(i as f64) / 30.0).exp();
+                (0.5 + (top - 0.5) * up + 0.01 * rng.normal()).clamp(0.0, 1.0)
+            })
+            .collect()
+    }
+
+    fn codes(run: &RunInput) -> Vec<Finding> {
+        let Outcome::Ran(f) = super::run(run) else {
+            panic!("the detector runs")
+        };
+        f
+    }
+
+    fn steps() -> Vec<i64> {
+        (0..N as i64).collect()
+    }
+
+    #[test]
+    fn a_reward_at_its_ceiling_is_saturation_not_a_stall() {
+        let mut rng = Rng::new(5);
+        let r = climbing_to(0.97, &mut rng);
+        // the ceiling from the reward_max column, from values bounded in [0, 1], and with
+        // the spread logged (it shrinks as nearly every sample earns 1)
+        let with_max = RunInput::new(steps())
+            .with("reward_mean", r.clone())
+            .with("reward_max", vec![1.0; N]);
+        let bounded = RunInput::new(steps()).with("reward_mean", r.clone());
+        let sd: Vec<f64> = r
+            .iter()
+            .map(|m| (m * (1.0 - m)).sqrt() * (1.0 + 0.05 * rng.normal()))
+            .collect();
+        let with_spread = RunInput::new(steps())
+            .with("reward_mean", r)
+            .with("reward_std", sd);
+        for (what, run) in [
+            ("reward_max", with_max),
+            ("bounded", bounded),
+            ("spread", with_spread),
+        ] {
+            let f = codes(&run);
+            assert!(
+                f.iter().all(|f| f.code != "REWARD_STALL"),
+                "{what}: a reward at 97 % of its ceiling is not 'not learning': {f:?}"
+            );
+            let sat = f
+                .iter()
+                .find(|f| f.code == "REWARD_SATURATION")
+                .unwrap_or_else(|| panic!("{what}: saturation stated: {f:?}"));
+            assert!(sat.onset_index < 150, "{what}: onset {}", sat.onset_index);
+            let l = sat.levels.as_ref().expect("states its levels");
+            assert!((l.end - 0.97).abs() < 0.01, "{what}: {l:?}");
+        }
+    }
+
+    #[test]
+    fn a_reward_flat_below_its_ceiling_still_stalls() {
+        let mut rng = Rng::new(6);
+        let run = RunInput::new(steps())
+            .with("reward_mean", climbing_to(0.6, &mut rng))
+            .with("reward_max", vec![1.0; N]);
+        let f = codes(&run);
+        assert!(f.iter().any(|f| f.code == "REWARD_STALL"), "{f:?}");
+        assert!(f.iter().all(|f| f.code != "REWARD_SATURATION"), "{f:?}");
+    }
 }
