@@ -199,7 +199,7 @@ pub fn sustained(flags: &[Option<bool>], k: usize, n: usize) -> Option<(usize, u
 #[derive(Debug, Clone)]
 pub struct Graded {
     pub severity: crate::finding::Severity,
-    /// Where persistence was reached.
+    /// Where the warn condition (or a worse one) first persisted.
     pub trigger: usize,
     /// The last point still flagged.
     pub last: usize,
@@ -238,9 +238,13 @@ pub fn graded(
     let mut w = flags(xs, from, &warn);
     let c = flags(xs, from, crit);
     merge_flags(&mut w, &c);
-    let (severity, trigger) = match sustained(&c, k, n) {
-        Some((_, t)) => (Severity::Critical, t),
-        None => (Severity::Warn, sustained(&w, k, n)?.1),
+    // dated from the first persistence of the warn condition: a run that warns early and
+    // crosses the critical line much later started at the warning, not at the crossing
+    let trigger = sustained(&w, k, n)?.1;
+    let severity = if sustained(&c, k, n).is_some() {
+        Severity::Critical
+    } else {
+        Severity::Warn
     };
     let last = last_flag(&w).unwrap_or(trigger);
     Some(Graded {
