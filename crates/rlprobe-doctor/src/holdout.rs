@@ -732,6 +732,22 @@ pub fn labelled(which: usize, seed: u64) -> Labelled {
         _ => inject(&mut d, &mut rng, code, variant, t0),
     };
     let run = finish(d, &mut rng);
+    // the healthy drift goes on under the injected fall, so the true ratio (end against the
+    // run's start, what the thresholds are documented on) is read off the finished series
+    if code == "ENTROPY_COLLAPSE" && severity.is_some() {
+        if let Some(xs) = run.series("entropy_mean") {
+            let tail: Vec<f64> = xs
+                .iter()
+                .rev()
+                .copied()
+                .filter(|v| !v.is_nan())
+                .take(10)
+                .collect();
+            if let (Some(end), Some(start)) = (median(&tail), start_level(xs, t0)) {
+                severity = entropy_severity(end / start);
+            }
+        }
+    }
     let levels = columns
         .iter()
         .filter_map(|c| {
