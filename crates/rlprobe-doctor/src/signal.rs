@@ -289,11 +289,16 @@ pub fn last_flag(flags: &[Option<bool>]) -> Option<usize> {
 /// (abrupt changes) and a continuous "level, then a new slope" hinge (drifts, which a mean
 /// shift would date half-way down the slope).
 pub fn onset(xs: &[f64], lo: usize, trigger: usize) -> usize {
-    fitted_onset(xs, lo, trigger, false).0
+    fitted_onset(xs, lo, trigger, &[]).0
 }
 
+/// Curved departures tried besides the straight hinge: an accelerating one (a sigmoid's
+/// shoulder) and a decelerating one (an approach to a new level, steepest at its start).
+const ACCELERATING: fn(f64) -> f64 = |h| h * h;
+const DECELERATING: fn(f64) -> f64 = f64::sqrt;
+
 /// `onset` with how well its model explains the points (R², 0..1).
-fn fitted_onset(xs: &[f64], lo: usize, trigger: usize, curved: bool) -> (usize, f64) {
+fn fitted_onset(xs: &[f64], lo: usize, trigger: usize, curves: &[fn(f64) -> f64]) -> (usize, f64) {
     let hi = (trigger + 1).min(xs.len());
     let lo = lo.min(hi);
     let pts: Vec<(f64, f64)> = (lo..hi)
@@ -305,13 +310,13 @@ fn fitted_onset(xs: &[f64], lo: usize, trigger: usize, curved: bool) -> (usize, 
     }
     let (step_at, step_sse) = best_shift(&pts);
     let (hinge_at, hinge_sse) = best_hinge(&pts);
-    // a smooth start (a decline that accelerates, as a sigmoid's shoulder) is a curved
-    // hinge: its kink fitted by a straight one lands well after the first sign
-    let (curve_at, curve_sse) = if curved {
-        best_hinge_with(&pts, |h| h * h)
-    } else {
-        (hinge_at, f64::INFINITY)
-    };
+    // a smooth departure is a curved hinge: its kink fitted by a straight one (or a mean
+    // shift) lands well after the first sign
+    let (curve_at, curve_sse) = curves
+        .iter()
+        .map(|c| best_hinge_with(&pts, c))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((hinge_at, f64::INFINITY));
     let (hinge_at, hinge_sse) = if curve_sse < hinge_sse * 0.8 {
         (curve_at, curve_sse)
     } else {
@@ -337,9 +342,9 @@ pub fn onset_scaled(xs: &[f64], lo: usize, trigger: usize) -> usize {
         .iter()
         .map(|&x| if x > 0.0 { x.ln() } else { f64::NAN })
         .collect();
-    // curved departures only on the linear scale: on a log scale a linear decline is one
-    let (lin_at, lin_r2) = fitted_onset(xs, lo, trigger, true);
-    let (log_at, log_r2) = fitted_onset(&logs, lo, trigger, false);
+    // no accelerating departure on the log scale: a linear decline is one there
+    let (lin_at, lin_r2) = fitted_onset(xs, lo, trigger, &[ACCELERATING, DECELERATING]);
+    let (log_at, log_r2) = fitted_onset(&logs, lo, trigger, &[DECELERATING]);
     if log_r2 > lin_r2 {
         first_sign(&logs, lo, log_at)
     } else {

@@ -27,7 +27,7 @@ const EXPLODE_CRIT: f64 = 3.5;
 const ONSET_SPAN: usize = 600;
 /// A change of this factor inside the baseline window is a failure from the first points,
 /// not the run's level (issue 19: 0.39 → 0.023 by point 20).
-const EARLY_CHANGE: f64 = 2.0;
+const EARLY_CHANGE: f64 = 1.5;
 
 fn run(run: &RunInput) -> Outcome {
     let (name, h) = match need(run, &["entropy_mean"], MIN_POINTS) {

@@ -10,8 +10,8 @@ use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
-    agreement, baseline, confidence, flags, last_flag, measured_levels, merge_flags, onset, smooth,
-    sustained,
+    agreement, confidence, early_baseline, flags, last_flag, measured_levels, merge_flags, onset,
+    smooth, sustained,
 };
 
 pub const DETECTOR: Detector = Detector {
@@ -37,13 +37,16 @@ const RUNAWAY_FLOOR: f64 = 0.01;
 /// trailing median.
 const SPIKE_Z: f64 = 6.0;
 const SPIKE_RATIO: f64 = 3.0;
+/// A change of this factor inside the baseline window starts the run's failure, not its level.
+const EARLY_CHANGE: f64 = 4.0;
 
 fn run(run: &RunInput) -> Outcome {
     let (name, kl) = match need(run, &["kl_mean"], MIN_POINTS) {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(kl) else {
+    // a runaway from the first points must not become the run's level
+    let Some(base) = early_baseline(kl, EARLY_CHANGE) else {
         return Outcome::Silent("kl_mean: no baseline".into());
     };
     let res = run.resolution(name);
@@ -132,7 +135,7 @@ fn run(run: &RunInput) -> Outcome {
     let logs = crate::signal::ln_floor(kl, 1e-12);
     let at = onset(
         &logs,
-        trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+        trigger.saturating_sub(200).min(base.end.saturating_sub(10)),
         trigger,
     );
     let last = last_flag(&flagged).unwrap_or(trigger);
