@@ -12,7 +12,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSyn
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { RunReader } from '../ts/index.js';
+import { RunReader, diagnose } from '../ts/index.js';
 import type { ImportResult, ImportSource, StoredStepRecord } from '../ts/index.js';
 import { importTensorboard } from '../ts/import/tensorboard.js';
 import { throwsCode } from './helpers/errors.js';
@@ -399,6 +399,45 @@ describe('probe import tensorboard: files written by tensorboardX and tensorboar
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /^probe: .*: event files of 2 runs: run_a .* import one run folder at a time .*\n$/);
     assert.equal(refused.stderr.split('\n').length, 2, 'one line');
+  });
+});
+
+/** Median of the present values of `series` at steps `from..to` (inclusive). */
+function medianAt(steps: Float64Array, series: Float64Array, from: number, to: number): number {
+  const v = [...series].filter((x, i) => steps[i] >= from && steps[i] <= to && !Number.isNaN(x)).sort((a, b) => a - b);
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+describe('the doctor on an imported TensorBoard run', { skip }, () => {
+  test('a TRL run whose entropy collapses from step 200: ENTROPY_COLLAPSE dated there, its stated levels re-derived from RunView', async () => {
+    const { dir } = writeLog('collapse', 400);
+    const out = outDir();
+    importTensorboard(dir, out);
+    const d = diagnose(RunReader.open(out));
+    const f = d.findings.find((x) => x.code === 'ENTROPY_COLLAPSE');
+    assert.ok(f, JSON.stringify(d.findings.map((x) => x.code)));
+    assert.equal(f.severity, 'critical');
+    assert.ok(Math.abs(f.onset_step - 200) <= 5, `onset ${f.onset_step}`);
+    // every number the finding states is a median of the imported column at the stated steps
+    const l = f.levels;
+    assert.ok(l, 'levels stated');
+    assert.equal(l.column, 'entropy_mean');
+    const view = RunReader.open(out).view();
+    const entropy = view.series('entropy_mean');
+    assert.equal(medianAt(view.steps, entropy, ...l.start_steps), l.start);
+    assert.equal(medianAt(view.steps, entropy, ...l.end_steps), l.end);
+    assert.ok(l.start_steps[1] < 200, `start taken before the change: ${l.start_steps}`);
+    assert.ok(Math.abs(l.start / 0.62 - 1) < 0.05 && l.ratio < 0.15, JSON.stringify(l));
+    assert.ok(f.message.includes(`(steps ${l.start_steps[0]}–${l.start_steps[1]})`), f.message);
+    // a healthy rest: nothing else at warn or worse
+    assert.deepEqual(
+      d.findings.filter((x) => x.severity !== 'info' && x.code !== 'ENTROPY_COLLAPSE').map((x) => x.code),
+      [],
+    );
+    const cli = await runCli(['doctor', out]);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /^CRITICAL {2}ENTROPY_COLLAPSE {2}onset ~step \d+ .*entropy collapsed: entropy_mean [\d.]+ \(steps \d+–\d+\) → [\d.e-]+ \(steps \d+–400\)/m);
   });
 });
 

@@ -19,6 +19,9 @@ Modes:
   negative a tensorboardX log whose third step is -1
   large    a 3 MiB text record between scalars
   bench    STEPS steps of 30 tags (tensorboardX), for timing
+  collapse a TRL GRPO run (tensorboardX) of STEPS steps whose entropy collapses from step
+           STEPS/2 (to 5 % of its start) while reward and lengths stay healthy: the doctor's
+           input on an imported run
 The scalars written are [tag, step, value as stored (float32 widened, or float64), wall_time].
 """
 import json
@@ -236,7 +239,35 @@ def write_bench(logdir, steps):
     return [["steps", steps, len(tags), 0]]
 
 
+def write_collapse(logdir, steps):
+    from tensorboardX import SummaryWriter
+
+    rng = np.random.default_rng(1919)
+    w = SummaryWriter(logdir)
+    onset = steps // 2
+    base = 1_700_000_000.0
+    for step in range(1, steps + 1):
+        d = max(0, step - onset)
+        entropy = 0.62 * (0.05 + 0.95 * math.exp(-d / 25.0)) * math.exp(0.04 * rng.normal())
+        values = {
+            "train/entropy": entropy,
+            "train/reward": 0.3 + 0.4 * (1 - math.exp(-step / 150.0)) + 0.03 * rng.normal(),
+            "train/reward_std": 0.3 + 0.02 * rng.normal(),
+            "train/kl": 0.002 * math.sqrt(step) * math.exp(0.1 * rng.normal()),
+            "train/completions/mean_length": 300 + 0.1 * step + 10 * rng.normal(),
+            "train/completions/clipped_ratio": abs(0.02 + 0.005 * rng.normal()),
+            "train/grad_norm": 0.4 * math.exp(0.2 * rng.normal()),
+            "train/learning_rate": 1e-6,
+            "train/loss": 0.01 * rng.normal(),
+        }
+        for i, (tag, value) in enumerate(values.items()):
+            w.add_scalar(tag, value, step, walltime=base + 10 * step + 0.001 * i)
+    w.close()
+    return [["steps", steps, onset, 0]]
+
+
 WRITERS = {
+    "collapse": write_collapse,
     "trl": write_trl,
     "verl": write_verl,
     "resume": write_resume,
