@@ -10,7 +10,9 @@ use rlprobe_series::robust::{causal_robust_z, ZOptions};
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, flags, last_flag, onset, sustained};
+use crate::signal::{
+    agreement, confidence, early_baseline, flags, last_flag, onset, smooth, sustained,
+};
 
 pub const DETECTOR: Detector = Detector {
     name: "gradients",
@@ -33,6 +35,9 @@ const SPIKE_WINDOW: usize = 100;
 /// Explosion: a sustained level this many times the early baseline (warn, critical).
 const EXPLODE_WARN: f64 = 5.0;
 const EXPLODE_CRIT: f64 = 10.0;
+/// Points the explosion's level is the rolling median of: it rises only when most of them
+/// are up, which recurring spikes with normal points between them are not.
+const LEVEL_WINDOW: usize = 9;
 /// Vanishing: a sustained level below 1/100 of the early baseline.
 const VANISH: f64 = 0.01;
 
@@ -76,7 +81,8 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(g) else {
+    // the run's start before an explosion or a collapse within the first points
+    let Some(base) = early_baseline(g, EXPLODE_WARN) else {
         return Outcome::Silent(format!("{name}: no baseline"));
     };
     if let Err(why) = resolved(run, name, base.median) {
@@ -86,11 +92,15 @@ fn run(run: &RunInput) -> Outcome {
     let steps = &run.steps;
     let mut out = Vec::new();
 
-    // explosion: sustained level against the early baseline
-    let hi = |k: f64| flags(g, base.end, |_, x| x > k * base.median);
+    // explosion: a sustained level against the early baseline. Judged on the rolling
+    // median of `LEVEL_WINDOW` points, not on k of n raw points: recurring spikes with
+    // normal points between them (three can fall within five logged points when some are
+    // missing) are spikes, and only a level that holds for most points moves the median
+    let level = smooth(g, LEVEL_WINDOW);
+    let hi = |k: f64| flags(&level, base.end, |_, x| x > k * base.median);
     let warn = hi(EXPLODE_WARN);
     let crit = hi(EXPLODE_CRIT);
-    let explosion = sustained(&crit, 3, 5)
+    let explosion = sustained(&crit, 5, 5)
         .map(|e| (Severity::Critical, e))
         .or_else(|| sustained(&warn, 5, 5).map(|e| (Severity::Warn, e)));
     let mut explosion_from = usize::MAX;
@@ -302,6 +312,50 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    #[test]
+    fn spikes_with_missing_points_between_them_are_spikes_not_an_explosion() {
+        let mut rng = Rng::new(29);
+        // 200× spikes every 2–3 points from 300 (never two gaps of 2 in a row); the normal
+        // points between some of them were not logged, so three spikes sit within five
+        // logged points here and there: still a run of isolated spikes, not a level
+        let mut g = norm(800, &mut rng);
+        let at = every(300, 34, &[2, 3]);
+        spike(&mut g, &at, 200.0);
+        for k in [0, 8, 16, 24] {
+            // the normal points between spikes k, k+1 and k+2
+            for i in at[k] + 1..at[k + 2] {
+                if !at.contains(&i) {
+                    g[i] = f64::NAN;
+                }
+            }
+        }
+        let f = spike_finding(g).expect("spikes found");
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 300),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn an_explosion_within_the_first_points_is_judged_against_the_level_before_it() {
+        let mut rng = Rng::new(31);
+        // ×20 from point 19, inside the usual baseline window (points 5–34)
+        let mut g = norm(600, &mut rng);
+        let late: Vec<usize> = (19..600).collect();
+        spike(&mut g, &late, 20.0);
+        let run = RunInput::new((0..600).collect()).with("grad_norm", g);
+        let Outcome::Ran(f) = super::run(&run) else {
+            panic!("the detector runs")
+        };
+        let f = f
+            .iter()
+            .find(|f| f.code == "GRAD_EXPLOSION")
+            .unwrap_or_else(|| panic!("GRAD_EXPLOSION found: {f:?}"));
+        assert!(f.onset_index.abs_diff(19) <= 2, "onset {}", f.onset_index);
     }
 
     #[test]
