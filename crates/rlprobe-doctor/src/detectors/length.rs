@@ -4,7 +4,7 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{EvidenceSample, Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, measured_levels, onset, onset_log, smooth};
+use crate::signal::{baseline, graded, measured_levels, onset, onset_log, smooth, BASELINE_SKIP};
 
 pub const LENGTH: Detector = Detector {
     name: "length",
@@ -43,29 +43,37 @@ const CAP_CLIMB: f64 = 0.15;
 /// the length's relative growth (+120 % length needs +60 % reward): longer reasoning that
 /// pays off raises the reward about as fast as the length, exploitation far slower.
 const LEN_JUSTIFY: f64 = 0.5;
+/// Points the length and the truncated share are smoothed over (a rolling median).
+const LEN_SMOOTH: usize = 9;
 
 fn run_length(run: &RunInput) -> Outcome {
     let (name, len) = match need(run, &["completion_len_mean"], MIN_POINTS + LEN_SPAN) {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(len) else {
+    if baseline(len).is_none() {
         return Outcome::Silent(format!("{name}: no baseline"));
-    };
-    let s = smooth(len, 9);
+    }
+    let s = smooth(len, LEN_SMOOTH);
     let raw_reward = run.series("reward_mean");
     let reward = raw_reward.map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
+    // growth within the span is measured from the span's start, but never from the warm-up:
+    // a change in the first points is judged from the points after the warm-up and before
+    // it, not missed because the span would reach back to before the run began
+    let span_start = |i: usize| i.saturating_sub(LEN_SPAN).max(BASELINE_SKIP);
     // the reward gain over the span is not keeping up with the length
     let carried = |v: &[f64], i: usize| crate::signal::last_value(v, i);
     // an unknown gain (no reward yet) counts as idle
     let idle = |i: usize| {
         reward.as_ref().is_none_or(|(r, sigma)| {
-            let gain = carried(r, i) - carried(r, i - LEN_SPAN);
+            let gain = carried(r, i) - carried(r, span_start(i));
             gain.is_nan() || gain < 2.0 * sigma
         })
     };
-    let from = base.end + LEN_SPAN;
-    let grew = |i: usize, x: f64, k: f64| x > k * carried(&s, i - LEN_SPAN);
+    // judged once a smoothing window past the warm-up, not after the baseline window: the
+    // growth is measured against the length within the span, not against the baseline
+    let from = BASELINE_SKIP + LEN_SMOOTH;
+    let grew = |i: usize, x: f64, k: f64| x > k * lowest(&s, span_start(i), i);
     let plain = graded(
         &s,
         from,
@@ -76,11 +84,11 @@ fn run_length(run: &RunInput) -> Outcome {
     );
     // a reward that rises too hides nothing when completions pile up at the cap: judged
     // below against the reward gain over the whole episode
-    let cap = truncated_share(run).map(|(n, xs)| (n, smooth(&xs, 9)));
+    let cap = truncated_share(run).map(|(n, xs)| (n, smooth(&xs, LEN_SMOOTH)));
     let climbing = |i: usize| {
         cap.as_ref().is_some_and(|(_, c)| {
             let now = carried(c, i);
-            now >= CAP_SHARE && now - carried(c, i - LEN_SPAN) >= CAP_CLIMB
+            now >= CAP_SHARE && now - lowest(c, span_start(i), i) >= CAP_CLIMB
         })
     };
     let (g, by_cap) = match plain {
@@ -169,6 +177,15 @@ fn run_length(run: &RunInput) -> Outcome {
     }
     f.samples = longest(run, f.onset_step, f.last_step, false);
     Outcome::Ran(vec![f])
+}
+
+/// The lowest present value of `xs` in points `a..=b` (NaN when none is present).
+fn lowest(xs: &[f64], a: usize, b: usize) -> f64 {
+    xs[a.min(xs.len())..(b + 1).min(xs.len())]
+        .iter()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .fold(f64::NAN, f64::min)
 }
 
 /// The median of the last `BASELINE_POINTS` present points before point `at`.
@@ -309,7 +326,11 @@ mod tests {
     /// rises all run long (0.08 per 100 points, 4× its 0.02 noise) and by `gain` more over
     /// the 20 points after 300.
     fn run(grow: f64, cap: f64, gain: f64, rng: &mut Rng) -> RunInput {
-        let t0 = 300;
+        run_from(300, grow, cap, gain, rng)
+    }
+
+    /// `run` with the change from point `t0`.
+    fn run_from(t0: usize, grow: f64, cap: f64, gain: f64, rng: &mut Rng) -> RunInput {
         let n = 600;
         let after = |i: usize| i >= t0;
         let len = (0..n)
@@ -354,6 +375,18 @@ mod tests {
         let l = f.levels.as_ref().expect("states its levels");
         assert!((l.ratio - 2.2).abs() < 0.15, "{l:?}");
         assert!(f.message.contains("length cap"), "{}", f.message);
+    }
+
+    #[test]
+    fn length_growth_from_the_first_points_is_judged_against_the_points_before_it() {
+        let mut rng = Rng::new(5);
+        // the same ×2.2 with 37 % cap hits, from point 25: inside the usual baseline window
+        let r = run_from(25, 2.2, 0.37, 0.0, &mut rng);
+        let f = length_finding(&r).expect("LENGTH_EXPLOITATION found");
+        assert!(f.onset_index.abs_diff(25) <= 3, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert!(l.start_steps.1 < 25, "start taken before the change: {l:?}");
+        assert!((l.ratio - 2.2).abs() < 0.15, "{l:?}");
     }
 
     #[test]
