@@ -13,7 +13,8 @@ use crate::signal::{
     agreement, baseline, confidence, flags, last_flag, measured_levels, ols_slope, onset,
     slope_change, smooth, sustained, Baseline,
 };
-use rlprobe_series::robust::median;
+use rlprobe_series::robust::{median, MAD_TO_SIGMA};
+use rlprobe_series::rolling::rolling_median;
 
 pub const DETECTOR: Detector = Detector {
     name: "reward",
@@ -55,7 +56,10 @@ fn run(run: &RunInput) -> Outcome {
     let noise = base.sigma.max(res).max(1e-9);
     let s = smooth(r, 9);
     let mut out = Vec::new();
-    let collapse = collapse(run, r, &s, &base, noise);
+    // the collapse is judged against the level's noise, which autocorrelated noise makes
+    // larger than point-to-point differences tell
+    let level_noise = noise.max(level_noise(r).unwrap_or(0.0));
+    let collapse = collapse(run, r, &s, &base, level_noise);
     let collapse_from = collapse
         .as_ref()
         .map(|f| f.onset_index)
@@ -69,6 +73,28 @@ fn run(run: &RunInput) -> Outcome {
         out.extend(stall(run, r, noise, ceiling));
     }
     Outcome::Ran(out)
+}
+
+/// Points of the centred rolling median the level noise is measured about: longer than
+/// the wander of autocorrelated noise, short enough to follow a healthy learning curve.
+const LEVEL_NOISE_WINDOW: usize = 61;
+
+/// The noise of the reward's level: the robust spread (MAD, as a σ) of the present points
+/// about their centred rolling median over `LEVEL_NOISE_WINDOW` points, over the whole run.
+/// First differences see only the point-to-point part of the noise; real training metrics
+/// also wander over tens of points (autocorrelated noise), which a 9-point median does not
+/// average out. A collapse's own transition touches few of the points, so the median of
+/// the deviations is not moved by it. None under two windows of points.
+fn level_noise(r: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = r.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.len() < 2 * LEVEL_NOISE_WINDOW {
+        return None;
+    }
+    let med = rolling_median(&v, LEVEL_NOISE_WINDOW, LEVEL_NOISE_WINDOW);
+    let dev: Vec<f64> = (LEVEL_NOISE_WINDOW - 1..v.len())
+        .map(|j| (v[j - LEVEL_NOISE_WINDOW / 2] - med[j]).abs())
+        .collect();
+    Some(median(&dev)? * MAD_TO_SIGMA)
 }
 
 fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -> Option<Finding> {
@@ -333,6 +359,30 @@ mod tests {
 
     fn steps() -> Vec<i64> {
         (0..N as i64).collect()
+    }
+
+    #[test]
+    fn a_flat_start_with_autocorrelated_noise_is_no_collapse() {
+        // a PPO reward flat around −0.5 for 1,600 points, its noise partly autocorrelated as
+        // real training metrics are (an AR(0.9) wander under white noise): the level wanders
+        // more than point-to-point differences tell, and no wander is a collapse
+        let n = 1600;
+        for seed in 0..12 {
+            let mut rng = Rng::new(100 + seed);
+            let mut ar = 0.0;
+            let r: Vec<f64> = (0..n)
+                .map(|i| {
+                    ar = 0.9 * ar + 0.008 * rng.normal();
+                    -0.5 + 0.00002 * i as f64 + ar + 0.02 * rng.normal()
+                })
+                .collect();
+            let run = RunInput::new((0..n as i64).collect()).with("reward_mean", r);
+            let f = codes(&run);
+            assert!(
+                f.iter().all(|f| f.code != "REWARD_COLLAPSE"),
+                "seed {seed}: {f:?}"
+            );
+        }
     }
 
     #[test]
