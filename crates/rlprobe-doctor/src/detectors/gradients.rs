@@ -11,7 +11,8 @@ use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
-    agreement, confidence, early_baseline, flags, last_flag, onset, smooth, sustained,
+    agreement, confidence, early_baseline, flags, last_flag, measured_levels, onset, smooth,
+    sustained, BASELINE_SKIP,
 };
 
 pub const DETECTOR: Detector = Detector {
@@ -97,18 +98,15 @@ fn run(run: &RunInput) -> Outcome {
     // normal points between them (three can fall within five logged points when some are
     // missing) are spikes, and only a level that holds for most points moves the median
     let level = smooth(g, LEVEL_WINDOW);
-    let hi = |k: f64| flags(&level, base.end, |_, x| x > k * base.median);
-    let warn = hi(EXPLODE_WARN);
-    let crit = hi(EXPLODE_CRIT);
-    let explosion = sustained(&crit, 5, 5)
-        .map(|e| (Severity::Critical, e))
-        .or_else(|| sustained(&warn, 5, 5).map(|e| (Severity::Warn, e)));
+    let warn = flags(&level, base.end, |_, x| x > EXPLODE_WARN * base.median);
+    let explosion = sustained(&warn, 5, 5);
     let mut explosion_from = usize::MAX;
-    if let Some((sev, (_, trigger))) = explosion {
+    if let Some((_, trigger)) = explosion {
         let logs = crate::signal::ln_floor(g, 1e-300);
+        // searched from the warm-up on: a change inside the baseline window is dated there
         let at = onset(
             &logs,
-            trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+            trigger.saturating_sub(200).max(BASELINE_SKIP),
             trigger,
         );
         let last = last_flag(&warn).unwrap_or(trigger);
@@ -118,15 +116,24 @@ fn run(run: &RunInput) -> Outcome {
             .filter(|v| !v.is_nan())
             .fold(0.0, f64::max);
         explosion_from = at;
+        let levels = measured_levels(g, steps, name, at, last);
+        // severity follows the stated ratio (the level sustained at the end, not the peak)
+        let ratio = levels.as_ref().map_or(peak / base.median, |l| l.ratio);
+        let sev = if ratio >= EXPLODE_CRIT {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
         out.push(
             Finding::new(
                 "GRAD_EXPLOSION",
                 sev,
-                format!("grad_norm {} → {} ({}× its early level)", num(base.median), num(peak), num(peak / base.median)),
+                format!("grad_norm exploded (peak {}, {}× its start)", num(peak), num(peak / levels.as_ref().map_or(base.median, |l| l.start))),
                 "Lower the learning rate (or restart warm-up), keep max_grad_norm at 1.0, and check for a bad batch or a reward-scale change at the onset; resume from a checkpoint before it.",
             )
             .at(steps, at, last)
-            .confidence(confidence(peak / base.median / EXPLODE_WARN, agreement(&warn, trigger, last)))
+            .confidence(confidence(ratio / EXPLODE_WARN, agreement(&warn, trigger, last)))
+            .levels(levels)
             .column(name)
             .evidence("baseline", base.median)
             .evidence("peak", peak),
@@ -204,14 +211,12 @@ fn run(run: &RunInput) -> Outcome {
         x < VANISH * base.median && (res == 0.0 || x > res)
     });
     let zero = flags(g, base.end, |_, x| x == 0.0 && res == 0.0);
-    let vanish = sustained(&zero, 5, 5)
-        .map(|e| (Severity::Critical, e))
-        .or_else(|| sustained(&low, 5, 5).map(|e| (Severity::Warn, e)));
-    if let Some((sev, (_, trigger))) = vanish {
+    let vanish = sustained(&zero, 5, 5).or_else(|| sustained(&low, 5, 5));
+    if let Some((_, trigger)) = vanish {
         let logs = crate::signal::ln_floor(g, base.median * 1e-6);
         let at = onset(
             &logs,
-            trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+            trigger.saturating_sub(200).max(BASELINE_SKIP),
             trigger,
         );
         let last = last_flag(&low)
@@ -219,16 +224,27 @@ fn run(run: &RunInput) -> Outcome {
             .chain(last_flag(&zero))
             .max()
             .unwrap_or(trigger);
-        let now = crate::signal::last_value(g, last);
+        let levels = measured_levels(g, steps, name, at, last);
+        let now = levels
+            .as_ref()
+            .map_or(crate::signal::last_value(g, last), |l| l.end);
+        // severity follows the stated end level: exact zeros (from a full-precision log)
+        // mean nothing is learning at all
+        let sev = if now == 0.0 && res == 0.0 {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
         out.push(
             Finding::new(
                 "GRAD_VANISHING",
                 sev,
-                format!("grad_norm {} → {} (below 1/100 of its early level)", num(base.median), num(now)),
+                "grad_norm vanished (below 1/100 of its start)".to_string(),
                 "No gradient is reaching the weights: check for zero advantages (all-equal group rewards), a frozen or detached module, a zero learning rate, or a loss masked to nothing.",
             )
             .at(steps, at, last)
             .confidence(confidence(VANISH * base.median / now.max(1e-300), agreement(&low, trigger, last)))
+            .levels(levels)
             .column(name)
             .evidence("baseline", base.median)
             .evidence("latest", now),
@@ -356,6 +372,46 @@ mod tests {
             .find(|f| f.code == "GRAD_EXPLOSION")
             .unwrap_or_else(|| panic!("GRAD_EXPLOSION found: {f:?}"));
         assert!(f.onset_index.abs_diff(19) <= 2, "onset {}", f.onset_index);
+    }
+
+    fn findings(g: Vec<f64>) -> Vec<Finding> {
+        let n = g.len() as i64;
+        let run = RunInput::new((0..n).collect()).with("grad_norm", g);
+        let Outcome::Ran(f) = super::run(&run) else {
+            panic!("the detector runs")
+        };
+        f
+    }
+
+    #[test]
+    fn explosion_and_vanishing_state_their_levels_and_grade_by_the_stated_ratio() {
+        let mut rng = Rng::new(37);
+        // (factor from point 300, the code, the severity its ratio calls for)
+        let cases = [
+            (7.0, "GRAD_EXPLOSION", Severity::Warn),
+            (30.0, "GRAD_EXPLOSION", Severity::Critical),
+            (0.001, "GRAD_VANISHING", Severity::Warn),
+            (0.0, "GRAD_VANISHING", Severity::Critical),
+        ];
+        for (factor, code, sev) in cases {
+            let mut g = norm(600, &mut rng);
+            let late: Vec<usize> = (300..600).collect();
+            spike(&mut g, &late, factor);
+            let all = findings(g);
+            let f = all
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("×{factor}: {code} found: {all:?}"));
+            let l = f.levels.as_ref().expect("states its levels");
+            assert!((l.start - 0.5).abs() < 0.05, "×{factor}: {l:?}");
+            assert!(l.start_steps.1 < 300, "×{factor}: {l:?}");
+            // medians of 10 log-normal points (σ 0.25 on a log scale): within 30 %
+            assert!(
+                (l.ratio - factor).abs() <= 0.3 * factor,
+                "×{factor}: {l:?}"
+            );
+            assert_eq!(f.severity, sev, "×{factor}: {}", f.message);
+        }
     }
 
     #[test]
