@@ -11,7 +11,7 @@ use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
     agreement, baseline, confidence, flags, last_flag, measured_levels, ols_slope, onset,
-    slope_change, smooth, sustained, Baseline,
+    slope_change, smooth, sustained, Baseline, BASELINE_SKIP,
 };
 use rlprobe_series::robust::{median, MAD_TO_SIGMA};
 use rlprobe_series::rolling::rolling_median;
@@ -43,6 +43,8 @@ const STALL_WINDOW: usize = 300;
 const STALL_EVERY: usize = 25;
 const STALL_T: f64 = 2.0;
 const STALL_MOVE: f64 = 0.5;
+/// Points of the trailing rolling median the reward's level is read from.
+const SMOOTH: usize = 9;
 
 fn run(run: &RunInput) -> Outcome {
     let (_, r) = match need(run, &["reward_mean"], MIN_POINTS) {
@@ -54,7 +56,7 @@ fn run(run: &RunInput) -> Outcome {
     };
     let res = run.resolution("reward_mean");
     let noise = base.sigma.max(res).max(1e-9);
-    let s = smooth(r, 9);
+    let s = smooth(r, SMOOTH);
     let mut out = Vec::new();
     // the collapse is judged against the level's noise, which autocorrelated noise makes
     // larger than point-to-point differences tell
@@ -114,23 +116,57 @@ fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -
             && drop > 0.05 * peaks[i].abs().max(noise)
     });
     let (_, t) = sustained(&fl, 5, 5)?;
-    let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
+    // searched from the warm-up on: a fall inside the baseline window is dated there, and
+    // its stated start is not taken across it
+    let at = onset(r, t.saturating_sub(150).max(BASELINE_SKIP), t);
     let last = last_flag(&fl).unwrap_or(t);
     // the values of the first episode (a later one may start from a new best)
     let now = s[t];
     let best = peaks[t];
+    // the level it fell from ends at that best (or at the onset, if earlier): an onset
+    // dated a few points late would otherwise take the first of the fall into the start.
+    // The best of a trailing 9-point median is the raw level about 4 points before it
+    let best_at = (0..=t).find(|&i| s[i] == best).unwrap_or(at);
+    let from = at.min((best_at + 1).saturating_sub(SMOOTH / 2)).max(1);
+    let levels = levels_fallen_from(r, &run.steps, "reward_mean", from, last);
     Some(
         Finding::new(
             "REWARD_COLLAPSE",
             Severity::Critical,
-            format!("reward {} → {} (best so far {})", num(crate::signal::last_value(s, at.saturating_sub(1))), num(now), num(best)),
+            format!("reward collapsed (best so far {}, smoothed)", num(best)),
             "The policy has lost what it learned: resume from the checkpoint before the onset with a lower learning rate, and look at the samples around it for a reward-function or data change.",
         )
         .at(&run.steps, at, last)
         .confidence(confidence((best - now) / (COLLAPSE_SIGMA * noise / 3.0_f64.sqrt()), agreement(&fl, t, last)))
+        .levels(levels)
         .column("reward_mean")
         .evidence("best (smoothed)", best)
         .evidence("at trigger (smoothed)", now),
+    )
+}
+
+/// The levels of a fall: `measured_levels` over the stretch that begins
+/// `BASELINE_SKIP + BASELINE_POINTS` present points before the onset, so the start is the
+/// level the reward fell from (the `BASELINE_POINTS` points just before the onset), not
+/// the run's start it may have risen far from.
+fn levels_fallen_from(
+    xs: &[f64],
+    steps: &[i64],
+    column: &str,
+    onset: usize,
+    last: usize,
+) -> Option<crate::finding::Levels> {
+    let lo = (0..onset.min(xs.len()))
+        .rev()
+        .filter(|&i| !xs[i].is_nan())
+        .nth(BASELINE_SKIP + crate::signal::BASELINE_POINTS - 1)
+        .unwrap_or(0);
+    measured_levels(
+        &xs[lo..],
+        &steps[lo..],
+        column,
+        onset - lo,
+        last.max(onset) - lo,
     )
 }
 
@@ -359,6 +395,30 @@ mod tests {
 
     fn steps() -> Vec<i64> {
         (0..N as i64).collect()
+    }
+
+    #[test]
+    fn a_collapse_states_the_level_it_fell_from() {
+        let mut rng = Rng::new(7);
+        // 0.2 rising to 0.8 by point 200, held, then falling to 0.3 from point 400
+        let r: Vec<f64> = (0..N)
+            .map(|i| {
+                let up = 0.6 * (i as f64 / 200.0).min(1.0);
+                let down = if i >= 400 { 0.5 } else { 0.0 };
+                0.2 + up - down + 0.01 * rng.normal()
+            })
+            .collect();
+        let f = codes(&RunInput::new(steps()).with("reward_mean", r));
+        let c = f
+            .iter()
+            .find(|f| f.code == "REWARD_COLLAPSE")
+            .unwrap_or_else(|| panic!("REWARD_COLLAPSE found: {f:?}"));
+        assert!(c.onset_index.abs_diff(400) <= 2, "onset {}", c.onset_index);
+        let l = c.levels.as_ref().expect("states its levels");
+        // from the level just before the fall, not the run's start it had risen from
+        assert!((l.start - 0.8).abs() < 0.01, "{l:?}");
+        assert!(l.start_steps.0 >= 200 && l.start_steps.1 < 400, "{l:?}");
+        assert!((l.end - 0.3).abs() < 0.01, "{l:?}");
     }
 
     #[test]
