@@ -4,7 +4,9 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{EvidenceSample, Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, measured_levels, onset, onset_log, smooth, BASELINE_SKIP};
+use crate::signal::{
+    baseline, early_baseline, graded, measured_levels, onset, onset_log, smooth, BASELINE_SKIP,
+};
 
 pub const LENGTH: Detector = Detector {
     name: "length",
@@ -35,6 +37,9 @@ const LEN_CRIT: f64 = 3.0;
 /// penalises overlong samples because truncated ones carry a misleading reward.
 const TRUNC_WARN: f64 = 0.5;
 const TRUNC_CRIT: f64 = 0.9;
+/// A shift of the truncated share by this factor within the first points is a change the
+/// baseline must not straddle (60–80 % rising to 100 % is ×1.25 to ×1.7).
+const TRUNC_EARLY_CHANGE: f64 = 1.2;
 
 /// Cap hits climbing: the truncated share at least this, and up by this much over the span.
 const CAP_SHARE: f64 = 0.2;
@@ -219,13 +224,16 @@ fn run_truncation(run: &RunInput) -> Outcome {
             Err(_) => return Outcome::Silent(why.replace("no ", "no eos_rate / ")),
         },
     };
-    let Some(base) = baseline(&xs) else {
+    // the share before a change within the first points, not a window straddling it
+    let Some(base) = early_baseline(&xs, TRUNC_EARLY_CHANGE) else {
         return Outcome::Silent(format!("{name}: no baseline"));
     };
     let s = smooth(&xs, 5);
+    // flagged from the warm-up on, not from the baseline window's end: the lines are
+    // absolute shares, and a rise within the first points must be dated where it starts
     let Some(g) = graded(
         &s,
-        base.end,
+        BASELINE_SKIP,
         5,
         5,
         |_, x| x > TRUNC_WARN && x > base.median + 0.2,
@@ -235,12 +243,23 @@ fn run_truncation(run: &RunInput) -> Outcome {
     };
     let at = onset(
         &xs,
-        g.trigger
-            .saturating_sub(200)
-            .max(crate::signal::BASELINE_SKIP),
+        g.trigger.saturating_sub(200).max(BASELINE_SKIP),
         g.trigger,
     );
-    let now = crate::signal::last_value(&s, g.last);
+    // the levels of the logged column itself (the EOS rate, not its complement), so they
+    // can be checked against it
+    let raw = run.series(name).unwrap_or(&xs);
+    let levels = measured_levels(raw, &run.steps, name, at, g.last);
+    let now = levels.as_ref().map_or_else(
+        || crate::signal::last_value(&s, g.last),
+        |l| if inverted { 1.0 - l.end } else { l.end },
+    );
+    // severity follows the stated end level
+    let sev = if now > TRUNC_CRIT {
+        Severity::Critical
+    } else {
+        Severity::Warn
+    };
     let what = if inverted {
         "of completions end without EOS"
     } else {
@@ -248,13 +267,14 @@ fn run_truncation(run: &RunInput) -> Outcome {
     };
     let mut f = g.date(Finding::new(
         "TRUNCATION_COLLAPSE",
-        g.severity,
-        format!("{}% {what} (early level {}%)", num(100.0 * now), num(100.0 * base.median)),
+        sev,
+        format!("{}% {what}", num(100.0 * now)),
         "Completions stop terminating: raise the max completion length or add an overlong penalty (DAPO), mask truncated samples from the loss, and look for repetition loops in the longest completions.",
     ), &run.steps, at, now / TRUNC_WARN)
+    .levels(levels)
     .column(name)
     .evidence("baseline", base.median)
-    .evidence("latest (smoothed)", now);
+    .evidence("latest", now);
     // cross-check: the mean length presses against the cap
     if let (Some(mean), Some(cap)) = (
         run.series("completion_len_mean"),
@@ -387,6 +407,50 @@ mod tests {
         let l = f.levels.as_ref().expect("states its levels");
         assert!(l.start_steps.1 < 25, "start taken before the change: {l:?}");
         assert!((l.ratio - 2.2).abs() < 0.15, "{l:?}");
+    }
+
+    fn truncation_finding(column: &str, xs: Vec<f64>) -> Finding {
+        let run = RunInput::new((0..xs.len() as i64).collect()).with(column, xs);
+        let Outcome::Ran(f) = run_truncation(&run) else {
+            panic!("the detector runs")
+        };
+        f.into_iter().next().expect("TRUNCATION_COLLAPSE found")
+    }
+
+    #[test]
+    fn truncation_states_the_share_before_an_early_rise() {
+        let mut rng = Rng::new(6);
+        // 70 % truncated for the first 20 points, rising to 100 % by point 35
+        let xs: Vec<f64> = (0..400)
+            .map(|i| {
+                let up = ((i as f64 - 20.0) / 15.0).clamp(0.0, 1.0);
+                (0.7 + 0.3 * up + 0.02 * (1.0 - up) * rng.normal()).clamp(0.0, 1.0)
+            })
+            .collect();
+        let f = truncation_finding("truncation_rate", xs);
+        assert_eq!(f.severity, Severity::Critical, "{}", f.message);
+        assert!(f.onset_index.abs_diff(20) <= 3, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert!(l.start_steps.1 < 20, "{l:?}");
+        assert!((l.start - 0.7).abs() < 0.02, "{l:?}");
+        assert!((l.end - 1.0).abs() < 0.01, "{l:?}");
+    }
+
+    #[test]
+    fn an_eos_collapse_states_the_eos_rate_and_is_critical_by_it() {
+        let mut rng = Rng::new(7);
+        let xs: Vec<f64> = (0..500)
+            .map(|i| {
+                let v = if i < 200 { 0.98 } else { 0.01 };
+                (v + 0.005 * rng.normal()).clamp(0.0, 1.0)
+            })
+            .collect();
+        let f = truncation_finding("eos_rate", xs);
+        assert_eq!(f.severity, Severity::Critical, "{}", f.message);
+        assert!(f.onset_index.abs_diff(200) <= 2, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert_eq!(l.column, "eos_rate");
+        assert!((l.start - 0.98).abs() < 0.01 && (l.end - 0.01).abs() < 0.01, "{l:?}");
     }
 
     #[test]
