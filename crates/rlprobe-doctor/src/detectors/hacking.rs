@@ -311,7 +311,10 @@ fn apex(pts: &[usize], v: &[f64], lo: usize, hi: usize) -> usize {
             let end = p[d..].iter().map(|q| q.1).sum::<f64>() / (m - d) as f64;
             let ramp = |x: f64| yc + (end - yc) * (x - xc) / (p[d].0 - xc);
             let sse = pre_sse
-                + p[c + 1..d].iter().map(|q| (q.1 - ramp(q.0)).powi(2)).sum::<f64>()
+                + p[c + 1..d]
+                    .iter()
+                    .map(|q| (q.1 - ramp(q.0)).powi(2))
+                    .sum::<f64>()
                 + p[d..].iter().map(|q| (q.1 - end).powi(2)).sum::<f64>();
             if sse < best.0 {
                 best = (sse, lo + c);
@@ -530,7 +533,12 @@ mod tests {
             // the last evaluation at the metric's best (the checkpoint to select), give or
             // take one evaluation where the fall's first step is within the noise
             let err = f.onset_index.abs_diff(t0);
-            assert!(err <= 20, "seed {seed}: onset {}: {}", f.onset_index, f.message);
+            assert!(
+                err <= 20,
+                "seed {seed}: onset {}: {}",
+                f.onset_index,
+                f.message
+            );
             exact += usize::from(err == 0);
         }
         assert!(exact >= 4, "dated exactly in {exact} of 6");

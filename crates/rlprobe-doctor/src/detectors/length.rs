@@ -450,7 +450,10 @@ mod tests {
         assert!(f.onset_index.abs_diff(200) <= 2, "onset {}", f.onset_index);
         let l = f.levels.as_ref().expect("states its levels");
         assert_eq!(l.column, "eos_rate");
-        assert!((l.start - 0.98).abs() < 0.01 && (l.end - 0.01).abs() < 0.01, "{l:?}");
+        assert!(
+            (l.start - 0.98).abs() < 0.01 && (l.end - 0.01).abs() < 0.01,
+            "{l:?}"
+        );
     }
 
     #[test]
