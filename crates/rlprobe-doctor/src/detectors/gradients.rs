@@ -10,7 +10,10 @@ use rlprobe_series::robust::{causal_robust_z, ZOptions};
 use super::{need, num, resolved, Detector, Outcome, MIN_POINTS};
 use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{agreement, baseline, confidence, flags, last_flag, onset, sustained};
+use crate::signal::{
+    agreement, confidence, early_baseline, flags, last_flag, measured_levels, onset, smooth,
+    sustained, BASELINE_SKIP,
+};
 
 pub const DETECTOR: Detector = Detector {
     name: "gradients",
@@ -33,6 +36,9 @@ const SPIKE_WINDOW: usize = 100;
 /// Explosion: a sustained level this many times the early baseline (warn, critical).
 const EXPLODE_WARN: f64 = 5.0;
 const EXPLODE_CRIT: f64 = 10.0;
+/// Points the explosion's level is the rolling median of: it rises only when most of them
+/// are up, which recurring spikes with normal points between them are not.
+const LEVEL_WINDOW: usize = 9;
 /// Vanishing: a sustained level below 1/100 of the early baseline.
 const VANISH: f64 = 0.01;
 
@@ -76,7 +82,8 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(g) else {
+    // the run's start before an explosion or a collapse within the first points
+    let Some(base) = early_baseline(g, EXPLODE_WARN) else {
         return Outcome::Silent(format!("{name}: no baseline"));
     };
     if let Err(why) = resolved(run, name, base.median) {
@@ -86,19 +93,20 @@ fn run(run: &RunInput) -> Outcome {
     let steps = &run.steps;
     let mut out = Vec::new();
 
-    // explosion: sustained level against the early baseline
-    let hi = |k: f64| flags(g, base.end, |_, x| x > k * base.median);
-    let warn = hi(EXPLODE_WARN);
-    let crit = hi(EXPLODE_CRIT);
-    let explosion = sustained(&crit, 3, 5)
-        .map(|e| (Severity::Critical, e))
-        .or_else(|| sustained(&warn, 5, 5).map(|e| (Severity::Warn, e)));
+    // explosion: a sustained level against the early baseline. Judged on the rolling
+    // median of `LEVEL_WINDOW` points, not on k of n raw points: recurring spikes with
+    // normal points between them (three can fall within five logged points when some are
+    // missing) are spikes, and only a level that holds for most points moves the median
+    let level = smooth(g, LEVEL_WINDOW);
+    let warn = flags(&level, base.end, |_, x| x > EXPLODE_WARN * base.median);
+    let explosion = sustained(&warn, 5, 5);
     let mut explosion_from = usize::MAX;
-    if let Some((sev, (_, trigger))) = explosion {
+    if let Some((_, trigger)) = explosion {
         let logs = crate::signal::ln_floor(g, 1e-300);
+        // searched from the warm-up on: a change inside the baseline window is dated there
         let at = onset(
             &logs,
-            trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+            trigger.saturating_sub(200).max(BASELINE_SKIP),
             trigger,
         );
         let last = last_flag(&warn).unwrap_or(trigger);
@@ -108,15 +116,24 @@ fn run(run: &RunInput) -> Outcome {
             .filter(|v| !v.is_nan())
             .fold(0.0, f64::max);
         explosion_from = at;
+        let levels = measured_levels(g, steps, name, at, last);
+        // severity follows the stated ratio (the level sustained at the end, not the peak)
+        let ratio = levels.as_ref().map_or(peak / base.median, |l| l.ratio);
+        let sev = if ratio >= EXPLODE_CRIT {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
         out.push(
             Finding::new(
                 "GRAD_EXPLOSION",
                 sev,
-                format!("grad_norm {} → {} ({}× its early level)", num(base.median), num(peak), num(peak / base.median)),
+                format!("grad_norm exploded (peak {}, {}× its start)", num(peak), num(peak / levels.as_ref().map_or(base.median, |l| l.start))),
                 "Lower the learning rate (or restart warm-up), keep max_grad_norm at 1.0, and check for a bad batch or a reward-scale change at the onset; resume from a checkpoint before it.",
             )
             .at(steps, at, last)
-            .confidence(confidence(peak / base.median / EXPLODE_WARN, agreement(&warn, trigger, last)))
+            .confidence(confidence(ratio / EXPLODE_WARN, agreement(&warn, trigger, last)))
+            .levels(levels)
             .column(name)
             .evidence("baseline", base.median)
             .evidence("peak", peak),
@@ -194,14 +211,12 @@ fn run(run: &RunInput) -> Outcome {
         x < VANISH * base.median && (res == 0.0 || x > res)
     });
     let zero = flags(g, base.end, |_, x| x == 0.0 && res == 0.0);
-    let vanish = sustained(&zero, 5, 5)
-        .map(|e| (Severity::Critical, e))
-        .or_else(|| sustained(&low, 5, 5).map(|e| (Severity::Warn, e)));
-    if let Some((sev, (_, trigger))) = vanish {
+    let vanish = sustained(&zero, 5, 5).or_else(|| sustained(&low, 5, 5));
+    if let Some((_, trigger)) = vanish {
         let logs = crate::signal::ln_floor(g, base.median * 1e-6);
         let at = onset(
             &logs,
-            trigger.saturating_sub(200).max(base.end.saturating_sub(10)),
+            trigger.saturating_sub(200).max(BASELINE_SKIP),
             trigger,
         );
         let last = last_flag(&low)
@@ -209,16 +224,27 @@ fn run(run: &RunInput) -> Outcome {
             .chain(last_flag(&zero))
             .max()
             .unwrap_or(trigger);
-        let now = crate::signal::last_value(g, last);
+        let levels = measured_levels(g, steps, name, at, last);
+        let now = levels
+            .as_ref()
+            .map_or(crate::signal::last_value(g, last), |l| l.end);
+        // severity follows the stated end level: exact zeros (from a full-precision log)
+        // mean nothing is learning at all
+        let sev = if now == 0.0 && res == 0.0 {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
         out.push(
             Finding::new(
                 "GRAD_VANISHING",
                 sev,
-                format!("grad_norm {} → {} (below 1/100 of its early level)", num(base.median), num(now)),
+                "grad_norm vanished (below 1/100 of its start)".to_string(),
                 "No gradient is reaching the weights: check for zero advantages (all-equal group rewards), a frozen or detached module, a zero learning rate, or a loss masked to nothing.",
             )
             .at(steps, at, last)
             .confidence(confidence(VANISH * base.median / now.max(1e-300), agreement(&low, trigger, last)))
+            .levels(levels)
             .column(name)
             .evidence("baseline", base.median)
             .evidence("latest", now),
@@ -302,6 +328,86 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    #[test]
+    fn spikes_with_missing_points_between_them_are_spikes_not_an_explosion() {
+        let mut rng = Rng::new(29);
+        // 200× spikes every 2–3 points from 300 (never two gaps of 2 in a row); the normal
+        // points between some of them were not logged, so three spikes sit within five
+        // logged points here and there: still a run of isolated spikes, not a level
+        let mut g = norm(800, &mut rng);
+        let at = every(300, 34, &[2, 3]);
+        spike(&mut g, &at, 200.0);
+        for k in [0, 8, 16, 24] {
+            // the normal points between spikes k, k+1 and k+2
+            let between = (at[k] + 1..at[k + 2]).filter(|i| !at.contains(i));
+            for i in between.collect::<Vec<_>>() {
+                g[i] = f64::NAN;
+            }
+        }
+        let f = spike_finding(g).expect("spikes found");
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 300),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn an_explosion_within_the_first_points_is_judged_against_the_level_before_it() {
+        let mut rng = Rng::new(31);
+        // ×20 from point 19, inside the usual baseline window (points 5–34)
+        let mut g = norm(600, &mut rng);
+        let late: Vec<usize> = (19..600).collect();
+        spike(&mut g, &late, 20.0);
+        let run = RunInput::new((0..600).collect()).with("grad_norm", g);
+        let Outcome::Ran(f) = super::run(&run) else {
+            panic!("the detector runs")
+        };
+        let f = f
+            .iter()
+            .find(|f| f.code == "GRAD_EXPLOSION")
+            .unwrap_or_else(|| panic!("GRAD_EXPLOSION found: {f:?}"));
+        assert!(f.onset_index.abs_diff(19) <= 2, "onset {}", f.onset_index);
+    }
+
+    fn findings(g: Vec<f64>) -> Vec<Finding> {
+        let n = g.len() as i64;
+        let run = RunInput::new((0..n).collect()).with("grad_norm", g);
+        let Outcome::Ran(f) = super::run(&run) else {
+            panic!("the detector runs")
+        };
+        f
+    }
+
+    #[test]
+    fn explosion_and_vanishing_state_their_levels_and_grade_by_the_stated_ratio() {
+        let mut rng = Rng::new(37);
+        // (factor from point 300, the code, the severity its ratio calls for)
+        let cases = [
+            (7.0, "GRAD_EXPLOSION", Severity::Warn),
+            (30.0, "GRAD_EXPLOSION", Severity::Critical),
+            (0.001, "GRAD_VANISHING", Severity::Warn),
+            (0.0, "GRAD_VANISHING", Severity::Critical),
+        ];
+        for (factor, code, sev) in cases {
+            let mut g = norm(600, &mut rng);
+            let late: Vec<usize> = (300..600).collect();
+            spike(&mut g, &late, factor);
+            let all = findings(g);
+            let f = all
+                .iter()
+                .find(|f| f.code == code)
+                .unwrap_or_else(|| panic!("×{factor}: {code} found: {all:?}"));
+            let l = f.levels.as_ref().expect("states its levels");
+            assert!((l.start - 0.5).abs() < 0.05, "×{factor}: {l:?}");
+            assert!(l.start_steps.1 < 300, "×{factor}: {l:?}");
+            // medians of 10 log-normal points (σ 0.25 on a log scale): within 30 %
+            assert!((l.ratio - factor).abs() <= 0.3 * factor, "×{factor}: {l:?}");
+            assert_eq!(f.severity, sev, "×{factor}: {}", f.message);
+        }
     }
 
     #[test]

@@ -175,25 +175,24 @@ fn held_out(run: &RunInput, r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
         .map(|&i| if lower_is_better { -xs[i] } else { xs[i] })
         .collect();
     let noise = eval_noise(&v)?.max(1e-9);
-    // the change point of the evaluations (searched over the recent ones: the fall must
-    // last to the end anyway), the level before it and the level at the end
     let n = v.len();
-    // dated on the points' own positions (evaluations are unevenly spaced)
-    let oriented: Vec<f64> = xs
-        .iter()
-        .map(|&x| if lower_is_better { -x } else { x })
-        .collect();
-    let at = onset(
-        &oriented,
-        pts[n.saturating_sub(HELD_OUT_SEARCH)],
-        pts[n - 1],
+    let (peak, trigger) = lasting_fall(&v, noise)?;
+    // dated at the metric's last evaluation before it turned down (the checkpoint to
+    // select), fitted over the evaluations around the peak on their own positions
+    // (evaluations are unevenly spaced). A running best alone is a noise maximum; one change
+    // point over the whole series lands inside a rise that came before the fall
+    let c = apex(
+        &pts,
+        &v,
+        peak.saturating_sub(2 * HELD_OUT_LEVEL),
+        (trigger + HELD_OUT_LEVEL).min(n - 1),
     );
-    let c = pts.partition_point(|&p| p < at);
-    if c < HELD_OUT_LEVEL || n - c < HELD_OUT_LAST {
+    if c + 1 < HELD_OUT_LEVEL || n - c <= HELD_OUT_LAST {
         return None;
     }
-    let (sa, sb) = (c - HELD_OUT_LEVEL, c - 1);
-    let (ea, eb) = ((n - HELD_OUT_LEVEL).max(c), n - 1);
+    // the level up to and including that evaluation, and the level at the end
+    let (sa, sb) = (c + 1 - HELD_OUT_LEVEL, c);
+    let (ea, eb) = ((n - HELD_OUT_LEVEL).max(c + 1), n - 1);
     let before = median(&v[sa..=sb])?;
     let end = median(&v[ea..=eb])?;
     let early = median(&v[..HELD_OUT_MIN])?;
@@ -248,6 +247,81 @@ fn held_out(run: &RunInput, r: &[f64], name: &str, xs: &[f64]) -> Option<Sign> {
         strength: fall / (HELD_OUT_SIGMA * noise),
         levels: Some(levels),
     })
+}
+
+/// The held-out fall that lasts to the end of `v` (oriented: higher is better), as (the
+/// evaluation of its best before the fall, the evaluation where the fall had persisted):
+/// a fall is `HELD_OUT_LAST` evaluations in a row (median of three) more than
+/// `HELD_OUT_SIGMA` σ under the best so far; it is over when the metric comes back within
+/// 2 σ of that best, and the scan goes on (a wobble that recovers is not the fall).
+fn lasting_fall(v: &[f64], noise: f64) -> Option<(usize, usize)> {
+    let n = v.len();
+    let lo = n.saturating_sub(HELD_OUT_SEARCH);
+    let sm: Vec<f64> = (0..n)
+        .map(|j| {
+            let w = &v[j.saturating_sub(1)..(j + 2).min(n)];
+            median(w).unwrap_or(v[j])
+        })
+        .collect();
+    let mut best = (sm[lo], lo);
+    let mut below = 0;
+    let mut fall: Option<(usize, usize)> = None;
+    for (j, &x) in sm.iter().enumerate().skip(lo + 1) {
+        if x > best.0 {
+            best = (x, j);
+        }
+        if fall.is_some() && x >= best.0 - 2.0 * noise {
+            fall = None;
+        }
+        if best.0 - x > HELD_OUT_SIGMA * noise {
+            below += 1;
+        } else {
+            below = 0;
+        }
+        if below >= HELD_OUT_LAST && fall.is_none() {
+            fall = Some((best.1, j));
+        }
+    }
+    fall
+}
+
+/// Where a fall began in the evaluations `lo..=hi` of `v` (positions `pts`): the apex of
+/// the least-squares shape "a line (a level or a rise), a straight fall, a new level" (the
+/// fall may also run to the end). A single kink fitted across the fall and the level after
+/// it would be pulled early by that level.
+fn apex(pts: &[usize], v: &[f64], lo: usize, hi: usize) -> usize {
+    let p: Vec<(f64, f64)> = (lo..=hi).map(|k| (pts[k] as f64, v[k])).collect();
+    let m = p.len();
+    let mut best = (f64::INFINITY, hi.saturating_sub(1));
+    for c in 2..m.saturating_sub(1) {
+        // the line before the fall, through the evaluations up to and including the apex
+        let pre = &p[..=c];
+        let k = pre.len() as f64;
+        let (mx, my) = (
+            pre.iter().map(|q| q.0).sum::<f64>() / k,
+            pre.iter().map(|q| q.1).sum::<f64>() / k,
+        );
+        let sxx: f64 = pre.iter().map(|q| (q.0 - mx).powi(2)).sum();
+        let b = pre.iter().map(|q| (q.0 - mx) * (q.1 - my)).sum::<f64>() / sxx.max(1e-300);
+        let line = |x: f64| my + b * (x - mx);
+        let pre_sse: f64 = pre.iter().map(|q| (q.1 - line(q.0)).powi(2)).sum();
+        let (xc, yc) = (p[c].0, line(p[c].0));
+        for d in c + 1..m {
+            // the new level: the mean from the fall's end `d` on
+            let end = p[d..].iter().map(|q| q.1).sum::<f64>() / (m - d) as f64;
+            let ramp = |x: f64| yc + (end - yc) * (x - xc) / (p[d].0 - xc);
+            let sse = pre_sse
+                + p[c + 1..d]
+                    .iter()
+                    .map(|q| (q.1 - ramp(q.0)).powi(2))
+                    .sum::<f64>()
+                + p[d..].iter().map(|q| (q.1 - end).powi(2)).sum::<f64>();
+            if sse < best.0 {
+                best = (sse, lo + c);
+            }
+        }
+    }
+    best.1
 }
 
 /// A held-out series' own noise: the robust spread of its evaluation-to-evaluation
@@ -434,6 +508,40 @@ mod tests {
         let val = held_out(&mut rng, level, sd, (10, 20));
         let r = reward(&mut rng);
         assert_eq!(hacking(r, val), None);
+    }
+
+    #[test]
+    fn a_held_out_fall_after_a_rise_is_dated_at_its_best_evaluation() {
+        // the held-out metric rises with the train reward (0.3 → ~0.5, 1 % noise), is
+        // evaluated every 20 points with a missing stretch, and from the evaluation at 419
+        // falls by 8 σ over four evaluations and stays down while train reward keeps rising
+        let mut rng = Rng::new(44);
+        let mut exact = 0;
+        for seed in 0..6 {
+            let mut evals: Vec<usize> = (19..N).step_by(20).collect();
+            evals.drain(4 + seed..9 + seed); // five evaluations missing
+            let t0 = 419;
+            assert!(evals.contains(&t0));
+            let mut val = vec![f64::NAN; N];
+            for &i in &evals {
+                let rise = 0.2 * (1.0 - (-(i.min(t0) as f64) / 250.0).exp());
+                let fall = 0.08 * ((i.saturating_sub(t0)) as f64 / 80.0).min(1.0);
+                val[i] = 0.3 + rise - fall + 0.01 * rng.normal();
+            }
+            let r = reward(&mut rng);
+            let f = hacking(r, val).expect("REWARD_HACKING found");
+            // the last evaluation at the metric's best (the checkpoint to select), give or
+            // take one evaluation where the fall's first step is within the noise
+            let err = f.onset_index.abs_diff(t0);
+            assert!(
+                err <= 20,
+                "seed {seed}: onset {}: {}",
+                f.onset_index,
+                f.message
+            );
+            exact += usize::from(err == 0);
+        }
+        assert!(exact >= 4, "dated exactly in {exact} of 6");
     }
 
     #[test]

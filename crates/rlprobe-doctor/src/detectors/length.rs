@@ -4,7 +4,9 @@
 use super::{need, num, Detector, Outcome, MIN_POINTS};
 use crate::finding::{EvidenceSample, Finding, Severity};
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, measured_levels, onset, onset_log, smooth};
+use crate::signal::{
+    baseline, early_baseline, graded, measured_levels, onset, onset_log, smooth, BASELINE_SKIP,
+};
 
 pub const LENGTH: Detector = Detector {
     name: "length",
@@ -35,6 +37,9 @@ const LEN_CRIT: f64 = 3.0;
 /// penalises overlong samples because truncated ones carry a misleading reward.
 const TRUNC_WARN: f64 = 0.5;
 const TRUNC_CRIT: f64 = 0.9;
+/// A shift of the truncated share by this factor within the first points is a change the
+/// baseline must not straddle (60–80 % rising to 100 % is ×1.25 to ×1.7).
+const TRUNC_EARLY_CHANGE: f64 = 1.2;
 
 /// Cap hits climbing: the truncated share at least this, and up by this much over the span.
 const CAP_SHARE: f64 = 0.2;
@@ -43,29 +48,37 @@ const CAP_CLIMB: f64 = 0.15;
 /// the length's relative growth (+120 % length needs +60 % reward): longer reasoning that
 /// pays off raises the reward about as fast as the length, exploitation far slower.
 const LEN_JUSTIFY: f64 = 0.5;
+/// Points the length and the truncated share are smoothed over (a rolling median).
+const LEN_SMOOTH: usize = 9;
 
 fn run_length(run: &RunInput) -> Outcome {
     let (name, len) = match need(run, &["completion_len_mean"], MIN_POINTS + LEN_SPAN) {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(len) else {
+    if baseline(len).is_none() {
         return Outcome::Silent(format!("{name}: no baseline"));
-    };
-    let s = smooth(len, 9);
+    }
+    let s = smooth(len, LEN_SMOOTH);
     let raw_reward = run.series("reward_mean");
     let reward = raw_reward.map(|r| (smooth(r, 15), baseline(r).map(|b| b.sigma).unwrap_or(0.0)));
+    // growth within the span is measured from the span's start, but never from the warm-up:
+    // a change in the first points is judged from the points after the warm-up and before
+    // it, not missed because the span would reach back to before the run began
+    let span_start = |i: usize| i.saturating_sub(LEN_SPAN).max(BASELINE_SKIP);
     // the reward gain over the span is not keeping up with the length
     let carried = |v: &[f64], i: usize| crate::signal::last_value(v, i);
     // an unknown gain (no reward yet) counts as idle
     let idle = |i: usize| {
         reward.as_ref().is_none_or(|(r, sigma)| {
-            let gain = carried(r, i) - carried(r, i - LEN_SPAN);
+            let gain = carried(r, i) - carried(r, span_start(i));
             gain.is_nan() || gain < 2.0 * sigma
         })
     };
-    let from = base.end + LEN_SPAN;
-    let grew = |i: usize, x: f64, k: f64| x > k * carried(&s, i - LEN_SPAN);
+    // judged once a smoothing window past the warm-up, not after the baseline window: the
+    // growth is measured against the length within the span, not against the baseline
+    let from = BASELINE_SKIP + LEN_SMOOTH;
+    let grew = |i: usize, x: f64, k: f64| x > k * lowest(&s, span_start(i), i);
     let plain = graded(
         &s,
         from,
@@ -76,11 +89,11 @@ fn run_length(run: &RunInput) -> Outcome {
     );
     // a reward that rises too hides nothing when completions pile up at the cap: judged
     // below against the reward gain over the whole episode
-    let cap = truncated_share(run).map(|(n, xs)| (n, smooth(&xs, 9)));
+    let cap = truncated_share(run).map(|(n, xs)| (n, smooth(&xs, LEN_SMOOTH)));
     let climbing = |i: usize| {
         cap.as_ref().is_some_and(|(_, c)| {
             let now = carried(c, i);
-            now >= CAP_SHARE && now - carried(c, i - LEN_SPAN) >= CAP_CLIMB
+            now >= CAP_SHARE && now - lowest(c, span_start(i), i) >= CAP_CLIMB
         })
     };
     let (g, by_cap) = match plain {
@@ -171,6 +184,15 @@ fn run_length(run: &RunInput) -> Outcome {
     Outcome::Ran(vec![f])
 }
 
+/// The lowest present value of `xs` in points `a..=b` (NaN when none is present).
+fn lowest(xs: &[f64], a: usize, b: usize) -> f64 {
+    xs[a.min(xs.len())..(b + 1).min(xs.len())]
+        .iter()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .fold(f64::NAN, f64::min)
+}
+
 /// The median of the last `BASELINE_POINTS` present points before point `at`.
 fn level_before(xs: &[f64], at: usize) -> Option<f64> {
     let w: Vec<usize> = (0..at.min(xs.len()))
@@ -202,13 +224,16 @@ fn run_truncation(run: &RunInput) -> Outcome {
             Err(_) => return Outcome::Silent(why.replace("no ", "no eos_rate / ")),
         },
     };
-    let Some(base) = baseline(&xs) else {
+    // the share before a change within the first points, not a window straddling it
+    let Some(base) = early_baseline(&xs, TRUNC_EARLY_CHANGE) else {
         return Outcome::Silent(format!("{name}: no baseline"));
     };
     let s = smooth(&xs, 5);
+    // flagged from the warm-up on, not from the baseline window's end: the lines are
+    // absolute shares, and a rise within the first points must be dated where it starts
     let Some(g) = graded(
         &s,
-        base.end,
+        BASELINE_SKIP,
         5,
         5,
         |_, x| x > TRUNC_WARN && x > base.median + 0.2,
@@ -218,12 +243,23 @@ fn run_truncation(run: &RunInput) -> Outcome {
     };
     let at = onset(
         &xs,
-        g.trigger
-            .saturating_sub(200)
-            .max(crate::signal::BASELINE_SKIP),
+        g.trigger.saturating_sub(200).max(BASELINE_SKIP),
         g.trigger,
     );
-    let now = crate::signal::last_value(&s, g.last);
+    // the levels of the logged column itself (the EOS rate, not its complement), so they
+    // can be checked against it
+    let raw = run.series(name).unwrap_or(&xs);
+    let levels = measured_levels(raw, &run.steps, name, at, g.last);
+    let now = levels.as_ref().map_or_else(
+        || crate::signal::last_value(&s, g.last),
+        |l| if inverted { 1.0 - l.end } else { l.end },
+    );
+    // severity follows the stated end level
+    let sev = if now > TRUNC_CRIT {
+        Severity::Critical
+    } else {
+        Severity::Warn
+    };
     let what = if inverted {
         "of completions end without EOS"
     } else {
@@ -231,13 +267,14 @@ fn run_truncation(run: &RunInput) -> Outcome {
     };
     let mut f = g.date(Finding::new(
         "TRUNCATION_COLLAPSE",
-        g.severity,
-        format!("{}% {what} (early level {}%)", num(100.0 * now), num(100.0 * base.median)),
+        sev,
+        format!("{}% {what}", num(100.0 * now)),
         "Completions stop terminating: raise the max completion length or add an overlong penalty (DAPO), mask truncated samples from the loss, and look for repetition loops in the longest completions.",
     ), &run.steps, at, now / TRUNC_WARN)
+    .levels(levels)
     .column(name)
     .evidence("baseline", base.median)
-    .evidence("latest (smoothed)", now);
+    .evidence("latest", now);
     // cross-check: the mean length presses against the cap
     if let (Some(mean), Some(cap)) = (
         run.series("completion_len_mean"),
@@ -309,7 +346,11 @@ mod tests {
     /// rises all run long (0.08 per 100 points, 4× its 0.02 noise) and by `gain` more over
     /// the 20 points after 300.
     fn run(grow: f64, cap: f64, gain: f64, rng: &mut Rng) -> RunInput {
-        let t0 = 300;
+        run_from(300, grow, cap, gain, rng)
+    }
+
+    /// `run` with the change from point `t0`.
+    fn run_from(t0: usize, grow: f64, cap: f64, gain: f64, rng: &mut Rng) -> RunInput {
         let n = 600;
         let after = |i: usize| i >= t0;
         let len = (0..n)
@@ -354,6 +395,65 @@ mod tests {
         let l = f.levels.as_ref().expect("states its levels");
         assert!((l.ratio - 2.2).abs() < 0.15, "{l:?}");
         assert!(f.message.contains("length cap"), "{}", f.message);
+    }
+
+    #[test]
+    fn length_growth_from_the_first_points_is_judged_against_the_points_before_it() {
+        let mut rng = Rng::new(5);
+        // the same ×2.2 with 37 % cap hits, from point 25: inside the usual baseline window
+        let r = run_from(25, 2.2, 0.37, 0.0, &mut rng);
+        let f = length_finding(&r).expect("LENGTH_EXPLOITATION found");
+        assert!(f.onset_index.abs_diff(25) <= 3, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert!(l.start_steps.1 < 25, "start taken before the change: {l:?}");
+        assert!((l.ratio - 2.2).abs() < 0.15, "{l:?}");
+    }
+
+    fn truncation_finding(column: &str, xs: Vec<f64>) -> Finding {
+        let run = RunInput::new((0..xs.len() as i64).collect()).with(column, xs);
+        let Outcome::Ran(f) = run_truncation(&run) else {
+            panic!("the detector runs")
+        };
+        f.into_iter().next().expect("TRUNCATION_COLLAPSE found")
+    }
+
+    #[test]
+    fn truncation_states_the_share_before_an_early_rise() {
+        let mut rng = Rng::new(6);
+        // 70 % truncated for the first 20 points, rising to 100 % by point 35
+        let xs: Vec<f64> = (0..400)
+            .map(|i| {
+                let up = ((i as f64 - 20.0) / 15.0).clamp(0.0, 1.0);
+                (0.7 + 0.3 * up + 0.02 * (1.0 - up) * rng.normal()).clamp(0.0, 1.0)
+            })
+            .collect();
+        let f = truncation_finding("truncation_rate", xs);
+        assert_eq!(f.severity, Severity::Critical, "{}", f.message);
+        assert!(f.onset_index.abs_diff(20) <= 3, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert!(l.start_steps.1 < 20, "{l:?}");
+        assert!((l.start - 0.7).abs() < 0.02, "{l:?}");
+        assert!((l.end - 1.0).abs() < 0.01, "{l:?}");
+    }
+
+    #[test]
+    fn an_eos_collapse_states_the_eos_rate_and_is_critical_by_it() {
+        let mut rng = Rng::new(7);
+        let xs: Vec<f64> = (0..500)
+            .map(|i| {
+                let v = if i < 200 { 0.98 } else { 0.01 };
+                (v + 0.005 * rng.normal()).clamp(0.0, 1.0)
+            })
+            .collect();
+        let f = truncation_finding("eos_rate", xs);
+        assert_eq!(f.severity, Severity::Critical, "{}", f.message);
+        assert!(f.onset_index.abs_diff(200) <= 2, "onset {}", f.onset_index);
+        let l = f.levels.as_ref().expect("states its levels");
+        assert_eq!(l.column, "eos_rate");
+        assert!(
+            (l.start - 0.98).abs() < 0.01 && (l.end - 0.01).abs() < 0.01,
+            "{l:?}"
+        );
     }
 
     #[test]

@@ -11,9 +11,10 @@ use crate::finding::{Finding, Severity};
 use crate::input::RunInput;
 use crate::signal::{
     agreement, baseline, confidence, flags, last_flag, measured_levels, ols_slope, onset,
-    slope_change, smooth, sustained, Baseline,
+    slope_change, smooth, sustained, Baseline, BASELINE_SKIP,
 };
-use rlprobe_series::robust::median;
+use rlprobe_series::robust::{median, MAD_TO_SIGMA};
+use rlprobe_series::rolling::rolling_median;
 
 pub const DETECTOR: Detector = Detector {
     name: "reward",
@@ -42,6 +43,8 @@ const STALL_WINDOW: usize = 300;
 const STALL_EVERY: usize = 25;
 const STALL_T: f64 = 2.0;
 const STALL_MOVE: f64 = 0.5;
+/// Points of the trailing rolling median the reward's level is read from.
+const SMOOTH: usize = 9;
 
 fn run(run: &RunInput) -> Outcome {
     let (_, r) = match need(run, &["reward_mean"], MIN_POINTS) {
@@ -53,9 +56,12 @@ fn run(run: &RunInput) -> Outcome {
     };
     let res = run.resolution("reward_mean");
     let noise = base.sigma.max(res).max(1e-9);
-    let s = smooth(r, 9);
+    let s = smooth(r, SMOOTH);
     let mut out = Vec::new();
-    let collapse = collapse(run, r, &s, &base, noise);
+    // the collapse is judged against the level's noise, which autocorrelated noise makes
+    // larger than point-to-point differences tell
+    let level_noise = noise.max(level_noise(r).unwrap_or(0.0));
+    let collapse = collapse(run, r, &s, &base, level_noise);
     let collapse_from = collapse
         .as_ref()
         .map(|f| f.onset_index)
@@ -69,6 +75,28 @@ fn run(run: &RunInput) -> Outcome {
         out.extend(stall(run, r, noise, ceiling));
     }
     Outcome::Ran(out)
+}
+
+/// Points of the centred rolling median the level noise is measured about: longer than
+/// the wander of autocorrelated noise, short enough to follow a healthy learning curve.
+const LEVEL_NOISE_WINDOW: usize = 61;
+
+/// The noise of the reward's level: the robust spread (MAD, as a σ) of the present points
+/// about their centred rolling median over `LEVEL_NOISE_WINDOW` points, over the whole run.
+/// First differences see only the point-to-point part of the noise; real training metrics
+/// also wander over tens of points (autocorrelated noise), which a 9-point median does not
+/// average out. A collapse's own transition touches few of the points, so the median of
+/// the deviations is not moved by it. None under two windows of points.
+fn level_noise(r: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = r.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.len() < 2 * LEVEL_NOISE_WINDOW {
+        return None;
+    }
+    let med = rolling_median(&v, LEVEL_NOISE_WINDOW, LEVEL_NOISE_WINDOW);
+    let dev: Vec<f64> = (LEVEL_NOISE_WINDOW - 1..v.len())
+        .map(|j| (v[j - LEVEL_NOISE_WINDOW / 2] - med[j]).abs())
+        .collect();
+    Some(median(&dev)? * MAD_TO_SIGMA)
 }
 
 fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -> Option<Finding> {
@@ -88,23 +116,57 @@ fn collapse(run: &RunInput, r: &[f64], s: &[f64], base: &Baseline, noise: f64) -
             && drop > 0.05 * peaks[i].abs().max(noise)
     });
     let (_, t) = sustained(&fl, 5, 5)?;
-    let at = onset(r, t.saturating_sub(150).max(base.end.saturating_sub(10)), t);
+    // searched from the warm-up on: a fall inside the baseline window is dated there, and
+    // its stated start is not taken across it
+    let at = onset(r, t.saturating_sub(150).max(BASELINE_SKIP), t);
     let last = last_flag(&fl).unwrap_or(t);
     // the values of the first episode (a later one may start from a new best)
     let now = s[t];
     let best = peaks[t];
+    // the level it fell from ends at that best (or at the onset, if earlier): an onset
+    // dated a few points late would otherwise take the first of the fall into the start.
+    // The best of a trailing 9-point median is the raw level about 4 points before it
+    let best_at = (0..=t).find(|&i| s[i] == best).unwrap_or(at);
+    let from = at.min((best_at + 1).saturating_sub(SMOOTH / 2)).max(1);
+    let levels = levels_fallen_from(r, &run.steps, "reward_mean", from, last);
     Some(
         Finding::new(
             "REWARD_COLLAPSE",
             Severity::Critical,
-            format!("reward {} → {} (best so far {})", num(crate::signal::last_value(s, at.saturating_sub(1))), num(now), num(best)),
+            format!("reward collapsed (best so far {}, smoothed)", num(best)),
             "The policy has lost what it learned: resume from the checkpoint before the onset with a lower learning rate, and look at the samples around it for a reward-function or data change.",
         )
         .at(&run.steps, at, last)
         .confidence(confidence((best - now) / (COLLAPSE_SIGMA * noise / 3.0_f64.sqrt()), agreement(&fl, t, last)))
+        .levels(levels)
         .column("reward_mean")
         .evidence("best (smoothed)", best)
         .evidence("at trigger (smoothed)", now),
+    )
+}
+
+/// The levels of a fall: `measured_levels` over the stretch that begins
+/// `BASELINE_SKIP + BASELINE_POINTS` present points before the onset, so the start is the
+/// level the reward fell from (the `BASELINE_POINTS` points just before the onset), not
+/// the run's start it may have risen far from.
+fn levels_fallen_from(
+    xs: &[f64],
+    steps: &[i64],
+    column: &str,
+    onset: usize,
+    last: usize,
+) -> Option<crate::finding::Levels> {
+    let lo = (0..onset.min(xs.len()))
+        .rev()
+        .filter(|&i| !xs[i].is_nan())
+        .nth(BASELINE_SKIP + crate::signal::BASELINE_POINTS - 1)
+        .unwrap_or(0);
+    measured_levels(
+        &xs[lo..],
+        &steps[lo..],
+        column,
+        onset - lo,
+        last.max(onset) - lo,
     )
 }
 
@@ -333,6 +395,54 @@ mod tests {
 
     fn steps() -> Vec<i64> {
         (0..N as i64).collect()
+    }
+
+    #[test]
+    fn a_collapse_states_the_level_it_fell_from() {
+        let mut rng = Rng::new(7);
+        // 0.2 rising to 0.8 by point 200, held, then falling to 0.3 from point 400
+        let r: Vec<f64> = (0..N)
+            .map(|i| {
+                let up = 0.6 * (i as f64 / 200.0).min(1.0);
+                let down = if i >= 400 { 0.5 } else { 0.0 };
+                0.2 + up - down + 0.01 * rng.normal()
+            })
+            .collect();
+        let f = codes(&RunInput::new(steps()).with("reward_mean", r));
+        let c = f
+            .iter()
+            .find(|f| f.code == "REWARD_COLLAPSE")
+            .unwrap_or_else(|| panic!("REWARD_COLLAPSE found: {f:?}"));
+        assert!(c.onset_index.abs_diff(400) <= 2, "onset {}", c.onset_index);
+        let l = c.levels.as_ref().expect("states its levels");
+        // from the level just before the fall, not the run's start it had risen from
+        assert!((l.start - 0.8).abs() < 0.01, "{l:?}");
+        assert!(l.start_steps.0 >= 200 && l.start_steps.1 < 400, "{l:?}");
+        assert!((l.end - 0.3).abs() < 0.01, "{l:?}");
+    }
+
+    #[test]
+    fn a_flat_start_with_autocorrelated_noise_is_no_collapse() {
+        // a PPO reward flat around −0.5 for 1,600 points, its noise partly autocorrelated as
+        // real training metrics are (an AR(0.9) wander under white noise): the level wanders
+        // more than point-to-point differences tell, and no wander is a collapse
+        let n = 1600;
+        for seed in 0..12 {
+            let mut rng = Rng::new(100 + seed);
+            let mut ar = 0.0;
+            let r: Vec<f64> = (0..n)
+                .map(|i| {
+                    ar = 0.9 * ar + 0.008 * rng.normal();
+                    -0.5 + 0.00002 * i as f64 + ar + 0.02 * rng.normal()
+                })
+                .collect();
+            let run = RunInput::new((0..n as i64).collect()).with("reward_mean", r);
+            let f = codes(&run);
+            assert!(
+                f.iter().all(|f| f.code != "REWARD_COLLAPSE"),
+                "seed {seed}: {f:?}"
+            );
+        }
     }
 
     #[test]
