@@ -4,7 +4,7 @@
 use super::{need, Detector, Outcome, MIN_POINTS};
 use crate::finding::Finding;
 use crate::input::RunInput;
-use crate::signal::{baseline, graded, measured_levels, onset, smooth};
+use crate::signal::{early_baseline, graded, measured_levels, onset, smooth};
 
 pub const DETECTOR: Detector = Detector {
     name: "repetition",
@@ -26,7 +26,8 @@ fn run(run: &RunInput) -> Outcome {
         Ok(x) => x,
         Err(why) => return Outcome::Silent(why),
     };
-    let Some(base) = baseline(xs) else {
+    // loops from the first points must not become the run's level
+    let Some(base) = early_baseline(xs, WARN_REL) else {
         return Outcome::Silent(format!("{name}: no baseline"));
     };
     let s = smooth(xs, 9);
