@@ -9,7 +9,11 @@
 //!   every level-type finding stating its levels, and no start level taken from a window
 //!   that straddles the true change.
 //!
-//! `cargo test -p rlprobe-doctor --test out_of_sample -- --nocapture` prints the table.
+//! `cargo test -p rlprobe-doctor --test out_of_sample -- --nocapture` prints the table, and
+//! docs/doctor.md must carry it as printed. Seeds 7000+ were looked at while the detectors
+//! were fixed for issue 19, so they are a development set now; the figures on seeds no one
+//! had looked at (50000+, one look after the fixes) are published in docs/doctor.md and
+//! deliberately not asserted here: a gate on them would make them the next tuning target.
 
 use rlprobe_doctor::evaluation::evaluate_holdout;
 
@@ -21,10 +25,6 @@ const MIN_RECALL: f64 = 0.90;
 const MAX_MEDIAN_ONSET_ERROR: f64 = 10.0;
 const MIN_SEVERITY_RIGHT: f64 = 0.90;
 const MAX_WARN_RATE: f64 = 0.02;
-
-/// Seeds looked at only once, after the detectors were fixed against `FIRST_SEED`'s set:
-/// the same generator, runs no one has seen.
-const UNSEEN_FIRST_SEED: u64 = 50_000;
 
 #[test]
 fn doctor_meets_the_bar_out_of_sample() {
@@ -42,19 +42,6 @@ fn doctor_meets_the_bar_out_of_sample() {
             "docs/doctor.md does not carry this table: regenerate it with `cargo run --release -p rlprobe-doctor --example evaluate -- --holdout`".into(),
         );
     }
-    assert!(
-        failures.is_empty(),
-        "{} failure(s):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
-#[test]
-fn doctor_meets_the_bar_on_unseen_seeds() {
-    let e = evaluate_holdout(UNSEEN_FIRST_SEED, RUNS_PER_CASE, HEALTHY_RUNS);
-    eprintln!("{}", e.markdown());
-    let failures = bar_failures(&e);
     assert!(
         failures.is_empty(),
         "{} failure(s):\n{}",

@@ -203,7 +203,8 @@ mod patterns {
     /// noise-free curve is 3 % (one σ of the noise) below where it would have been.
     #[test]
     fn smooth_declines_are_dated_where_they_begin() {
-        let shapes: [(&str, fn(f64) -> f64); 3] = [
+        type Shape = fn(f64) -> f64;
+        let shapes: [(&str, Shape); 3] = [
             // fraction of the start level, d points after the onset
             ("linear", |d| (1.0 - d / 250.0).max(0.05)),
             ("exponential", |d| 0.05 + 0.95 * (-d / 60.0).exp()),
