@@ -227,7 +227,9 @@ describe('probe doctor on recorded runs', { concurrency: true }, () => {
     assert.equal(f.severity, 'critical');
     assertOnsetNear(f, ONSET);
     assert.equal(f.last_step, STEPS - 1);
-    assert.ok(f.evidence['latest (smoothed)'] > 0.9, JSON.stringify(f.evidence));
+    // the stated end share is the median of the last 10 logged points, past the critical line
+    assert.ok(f.levels && f.levels.end > 0.9 && f.levels.end_steps[1] === STEPS - 1, JSON.stringify(f.levels));
+    assert.ok(f.levels.start < 0.1 && f.levels.start_steps[1] < f.onset_step, JSON.stringify(f.levels));
 
     const reader = RunReader.open(truncationRun);
     const all: StoredSampleRecord[] = [...reader.samples()];
