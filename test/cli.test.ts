@@ -191,13 +191,13 @@ describe('probe CLI', { concurrency: true }, () => {
       assert.equal(info.events_by_kind.crash, 1);
     });
 
-    test('a killed run (no ending event): parts layout, "no end recorded"', async () => {
+    test('a killed run (no ending event, its writer gone): parts layout, "killed"', async () => {
       const [text, info] = await Promise.all([runCli(['info', killedRun]), infoJson(killedRun)]);
       assertExit(text, 0, 'info killed');
-      assert.match(row(text.stdout, 'status'), /^no end recorded/);
+      assert.match(row(text.stdout, 'status'), /^no end recorded and its writer \(pid \d+\) is gone: killed/);
       assert.match(row(text.stdout, 'layout'), /^parts: 3 files, /);
       assert.match(row(text.stdout, 'steps'), /^0 … 9 {2}\(10 rows/);
-      assert.equal(info.status.state, 'open');
+      assert.equal(info.status.state, 'killed');
       assert.equal(info.layout, 'parts');
       assert.equal(info.step_files, 3);
       assert.equal(info.rows, 10);

@@ -6,7 +6,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RlprobeError } from '../errors.js';
 import { processAlive } from '../process/alive.js';
 import { RunReader } from '../reader/run-reader.js';
-import { runStatus } from '../reader/run-status.js';
 import { diagnose } from './diagnose.js';
 import { atLeast, SEVERITY_RANK } from './finding.js';
 import type { Finding, Severity } from './finding.js';
@@ -61,7 +60,7 @@ export class RunWatcher {
   tick(): TickResult {
     const reader = RunReader.open(this.runDir);
     // a trainer killed outright (SIGKILL, OOM) writes no ending event: its pid is the sign
-    const open = runStatus(reader.events()).state === 'open' && this.trainerAlive();
+    const open = reader.status().state === 'open' && this.trainerAlive();
     const files = reader.storage().files;
     const fingerprint = files.map((f) => `${path.basename(f.path)}:${f.rows}:${f.bytes}`).join('|');
     const rows = files.reduce((a, f) => a + f.rows, 0);

@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { diagnose } from '../doctor/diagnose.js';
 import type { Diagnosis } from '../doctor/diagnose.js';
 import type { RunReader } from '../reader/run-reader.js';
-import { runStatus } from '../reader/run-status.js';
+import { runStatus, settleRunStatus } from '../reader/run-status.js';
+import { writerLock } from '../reader/writer-lock.js';
 import { SurfaceReads } from '../reader/surface-reads.js';
 import type { RunEvent } from '../schema/event.js';
 import { runState } from './run-state.js';
@@ -55,7 +56,8 @@ export function summarizeRun(reader: RunReader, shownPath: string): SummaryReads
     if (s > last) last = s;
   }
   const events = reads.attempt('events', [] as RunEvent[], () => reader.events());
-  const state = runState(reader.runDir, runStatus(events));
+  const storage = reads.attempt('steps', null, () => reader.storage());
+  const state = runState(storage ? settleRunStatus(runStatus(events), { layout: storage.layout, lock: writerLock(reader.runDir) }) : runStatus(events));
   const lastWrite = reads.attempt('steps', null, () => reader.lastWriteMs());
   const diagnosis = reads.attempt('doctor', null, () => diagnose(reader));
   const m = reader.manifest;

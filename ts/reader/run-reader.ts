@@ -14,7 +14,11 @@ import type { EventsDiagnostics, EventsRead } from './events-file.js';
 import { readRegularFile } from '../files/regular-file.js';
 import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
+import { runStatus, settleRunStatus } from './run-status.js';
+import type { RunStatus } from './run-status.js';
 import { RunView } from './run-view.js';
+import type { StepLayout } from './step-layout.js';
+import { writerLock } from './writer-lock.js';
 import { rankSubdirs, recordingDirs } from './rank-dirs.js';
 import type { RankDir } from './rank-dirs.js';
 import { parseSampleQuery, sampledStepsOf, streamSampleBatches } from './sample-stream.js';
@@ -26,8 +30,7 @@ import { findTrial, readTrialsOf } from './trial-reader.js';
 import type { BrokenCapture, TrialCapture, TrialQuery } from './trial-reader.js';
 import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
 
-/** How the steps are stored right now. */
-export type StepLayout = 'compacted' | 'parts' | 'mixed' | 'empty';
+export type { StepLayout } from './step-layout.js';
 
 export interface OpenOptions {
   /** The migration chain (default: the built-in one, reader/migrations.ts). */
@@ -136,6 +139,15 @@ export class RunReader {
       throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${issue.path.join('.') || 'manifest'}: ${issue.message}`);
     }
     return new RunReader(dir, parsed.data, adapter);
+  }
+
+  /**
+   * How the run ended: its recorder's ending events, settled when there are none by what the
+   * directory shows (compacted steps and no writer lock: closed by a writer that records no
+   * end, as Python rlprobe; a writer lock whose holder is gone: killed).
+   */
+  status(): RunStatus {
+    return settleRunStatus(runStatus(this.events()), { layout: this.storage().layout, lock: writerLock(this.runDir) });
   }
 
   /** Where the steps are: files in read order (footer row counts), leftovers, layout. */

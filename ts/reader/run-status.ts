@@ -4,8 +4,10 @@
  */
 import type { RunEvent } from '../schema/event.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
+import type { StepLayout } from './step-layout.js';
+import type { WriterLock } from './writer-lock.js';
 
-export type RunState = 'closed' | 'exited' | 'crashed' | 'signalled' | 'open';
+export type RunState = 'closed' | 'exited' | 'crashed' | 'signalled' | 'killed' | 'open';
 
 export interface RunStatus {
   state: RunState;
@@ -13,6 +15,8 @@ export interface RunStatus {
   summary: string;
   /** The event that decided it, if any. */
   event: RunEvent | null;
+  /** Known to be written right now: its writer lock's holder is alive on this host. */
+  live?: boolean;
 }
 
 const ENDINGS = new Set<string>([
@@ -50,4 +54,43 @@ export function runStatus(events: RunEvent[]): RunStatus {
   if (!last) return { state: 'open', summary: 'no end recorded: still live, or killed (SIGKILL, power loss)', event: null };
   if (last.kind === RECORDER_EVENT_KINDS.close) return { state: 'closed', summary: 'closed cleanly', event: last };
   return { state: 'exited', summary: `process exited (code ${String(last.data.code)}) without close(); flushed on exit`, event: last };
+}
+
+/** What the run directory shows besides its events. */
+export interface RunDisk {
+  layout: StepLayout;
+  lock: WriterLock;
+}
+
+/**
+ * `runStatus`, settled by what the format guarantees when no ending event says it: a run
+ * whose writer records no ending event (Python rlprobe 0.1.0) and takes no lock, with its
+ * steps compacted and no part left, was closed cleanly (its writer compacts only on close);
+ * a run whose writer lock's holder is gone was killed.
+ */
+export function settleRunStatus(fromEvents: RunStatus, disk: RunDisk): RunStatus {
+  if (fromEvents.state !== 'open') return fromEvents;
+  const { layout, lock } = disk;
+  switch (lock.state) {
+    case 'none':
+      return layout === 'compacted'
+        ? {
+            state: 'closed',
+            summary: 'closed cleanly: its steps are compacted with no part left and it has no writer lock (its writer, such as Python rlprobe, records no ending event)',
+            event: null,
+          }
+        : { state: 'open', summary: 'no end recorded, and no writer lock says who writes it (the Python recorder takes none): still live, or killed', event: null };
+    case 'held':
+      return { state: 'open', live: true, summary: `live: being recorded by pid ${lock.holder.pid} since ${new Date(lock.holder.since * 1000).toISOString()}`, event: null };
+    case 'gone':
+      return {
+        state: 'killed',
+        summary: `no end recorded and its writer (pid ${lock.holder.pid}) is gone: killed (SIGKILL, out of memory, power loss)`,
+        event: null,
+      };
+    case 'elsewhere':
+      return { state: 'open', summary: `no end recorded; its writer is pid ${lock.holder.pid} on ${lock.holder.host}, another host, which cannot be asked from here`, event: null };
+    case 'unreadable':
+      return { ...fromEvents, summary: `${fromEvents.summary}; its .writer.lock is not ours` };
+  }
 }

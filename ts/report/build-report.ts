@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 
-import { runStatus } from '../reader/run-status.js';
+import { runStatus, settleRunStatus } from '../reader/run-status.js';
+import { writerLock } from '../reader/writer-lock.js';
 import type { RunStatus } from '../reader/run-status.js';
 import { diagnoseAsync } from '../doctor/diagnose.js';
 import type { Diagnosis } from '../doctor/diagnose.js';
@@ -323,7 +324,8 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
   const byKind = Object.create(null) as Record<string, number>;
   for (const e of events) byKind[e.kind] = (byKind[e.kind] ?? 0) + 1;
   const listed = listedEvents(events, options.maxEvents ?? 500).map((e): ReportEvent => ({ ...e, at_step: e.step ?? at(e.timestamp) }));
-  const status = runStatus(events);
+  const storage = reads.attempt('steps', null, () => reader.storage());
+  const status = storage ? settleRunStatus(runStatus(events), { layout: storage.layout, lock: writerLock(reader.runDir) }) : runStatus(events);
 
   let diff: RunReport['diff'] = null;
   const x: RunReport['x'] = { run: ds.x };

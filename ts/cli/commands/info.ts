@@ -7,7 +7,8 @@ import { SurfaceReads } from '../../reader/surface-reads.js';
 import { RECORDER_EVENT_KINDS } from '../../schema/event.js';
 import { ProbeCommand } from '../base-command.js';
 import { ago, bytes, isoSeconds, table } from '../format.js';
-import { runStatus } from '../../reader/run-status.js';
+import { runStatus, settleRunStatus } from '../../reader/run-status.js';
+import { writerLock } from '../../reader/writer-lock.js';
 
 export class InfoCommand extends ProbeCommand {
   static paths = [['info']];
@@ -69,7 +70,8 @@ export class InfoCommand extends ProbeCommand {
     const foreign = reader.foreignFiles();
     let droppedSpans = 0;
     for (const e of events) if (e.kind === RECORDER_EVENT_KINDS.drops && e.data.record === 'span' && typeof e.data.count === 'number') droppedSpans += e.data.count;
-    const status = runStatus(events);
+    // a damaged step layout settles nothing: the events alone say what they say
+    const status = storage ? settleRunStatus(runStatus(events), { layout: storage.layout, lock: writerLock(reader.runDir) }) : runStatus(events);
     const last = events.at(-1) ?? null;
     const lastWrite = reads.attempt('steps', null, () => reader.lastWriteMs());
     const info = {

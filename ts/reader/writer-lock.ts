@@ -1,0 +1,58 @@
+/**
+ * Who holds a recording's writer lock. Our recorder holds `<run>/.writer.lock` (flock) for
+ * its whole life and writes `pid <pid> on <host> since <seconds>` into it; the kernel drops
+ * the lock when the process dies and the file stays behind (docs/format.md#locks). On the
+ * same host the writer is alive exactly when that process is and started before it took
+ * the lock (a reused pid is another process). The Python recorder takes no lock.
+ */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { processAlive } from '../process/alive.js';
+
+export interface LockHolder {
+  pid: number;
+  host: string;
+  /** Unix seconds. */
+  since: number;
+}
+
+export type WriterLock =
+  /** No lock file: the writer takes none (Python rlprobe), or none ever ran here. */
+  | { state: 'none' }
+  /** A file not in our format: someone else's, or damaged. */
+  | { state: 'unreadable' }
+  | { state: 'held' | 'gone' | 'elsewhere'; holder: LockHolder };
+
+export function writerLock(runDir: string): WriterLock {
+  let text: string;
+  try {
+    text = readFileSync(path.join(runDir, '.writer.lock'), 'utf8');
+  } catch {
+    return { state: 'none' };
+  }
+  const m = /^pid (\d+) on (.+) since ([\d.]+)\s*$/.exec(text.trim());
+  if (!m) return { state: 'unreadable' };
+  const holder = { pid: Number(m[1]), host: m[2], since: Number(m[3]) };
+  if (holder.host !== os.hostname()) return { state: 'elsewhere', holder };
+  const started = processStart(holder.pid);
+  // a second of slack: the start time is in clock ticks, the lock time in float seconds
+  const alive = processAlive(holder.pid) && (started === null || started <= holder.since + 1);
+  return { state: alive ? 'held' : 'gone', holder };
+}
+
+/** When process `pid` started (Unix seconds), from /proc; null where /proc cannot say. */
+function processStart(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name (field 2) can hold spaces and parentheses: fields count from the last ')'
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[19]);
+    const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    // USER_HZ is 100 on every Linux architecture Node runs on
+    return boot && Number.isFinite(ticks) ? Number(boot[1]) + ticks / 100 : null;
+  } catch {
+    return null;
+  }
+}
