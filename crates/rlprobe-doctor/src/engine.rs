@@ -138,7 +138,8 @@ const ONSET_TIE: usize = 10;
 fn by_onset(cause: &Finding, effect: &Finding) -> bool {
     let listed = |a: &str, b: &str| CAUSES.iter().position(|&(e, c)| e == a && c == b);
     let Some(back) = listed(cause.code, effect.code) else {
-        return true; // one way only: the table decides
+        // one way only: the table decides, but a cause cannot begin after its effect did
+        return cause.onset_index <= effect.onset_index + ONSET_TIE;
     };
     if cause.onset_index.abs_diff(effect.onset_index) <= ONSET_TIE {
         listed(effect.code, cause.code).is_some_and(|fwd| fwd < back)
@@ -227,6 +228,31 @@ mod tests {
 #[cfg(test)]
 mod linking {
     use super::*;
+
+    fn dated(code: &'static str, onset: usize, last: usize) -> Finding {
+        Finding::new(code, crate::Severity::Warn, String::new(), "").at(
+            &(0..1000).collect::<Vec<i64>>(),
+            onset,
+            last,
+        )
+    }
+
+    /// A KL blow-up that starts long after the held-out fall cannot be what caused it.
+    #[test]
+    fn a_cause_cannot_begin_after_its_effect() {
+        let mut f = vec![
+            dated("REWARD_HACKING", 100, 900),
+            dated("KL_BLOWUP", 300, 900),
+        ];
+        link_causes(&mut f);
+        assert_eq!(f[0].root_cause, None);
+        let mut f = vec![
+            dated("REWARD_HACKING", 100, 900),
+            dated("KL_BLOWUP", 95, 900),
+        ];
+        link_causes(&mut f);
+        assert_eq!(f[0].root_cause, Some("KL_BLOWUP"));
+    }
     use crate::synth::{labelled, INJECTIONS};
 
     fn injection(code: &str, variant: Option<&str>) -> usize {

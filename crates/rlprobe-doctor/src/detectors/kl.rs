@@ -135,7 +135,11 @@ fn run(run: &RunInput) -> Outcome {
     let logs = crate::signal::ln_floor(kl, 1e-12);
     let at = onset(
         &logs,
-        trigger.saturating_sub(200).min(base.end.saturating_sub(10)),
+        // the last 200 points (bounded: the fit is quadratic in them), from the warm-up on so
+        // a runaway from the first points can be dated there
+        trigger
+            .saturating_sub(200)
+            .max(crate::signal::BASELINE_SKIP),
         trigger,
     );
     let last = last_flag(&flagged).unwrap_or(trigger);

@@ -126,19 +126,28 @@ fn run_length(run: &RunInput) -> Outcome {
         let sigma = reward.as_ref().map_or(0.0, |r| r.1);
         (now - then) / then.abs().max(10.0 * sigma).max(1e-9)
     });
-    if by_cap && reward_gain.is_some_and(|rel| rel >= LEN_JUSTIFY * (ratio - 1.0)) {
+    // the length's growth over those same steps (the stated levels start at the run's
+    // start, which a reward that rose all run long has long left)
+    let episode_growth = match (level_before(len, at), levels.as_ref()) {
+        (Some(then), Some(l)) if then > 0.0 => l.end / then,
+        _ => ratio,
+    };
+    if by_cap && reward_gain.is_some_and(|rel| rel >= LEN_JUSTIFY * (episode_growth - 1.0)) {
         return Outcome::Ran(Vec::new());
     }
     let mut why = match (reward_span, reward_gain) {
         (Some((then, now)), Some(rel)) if by_cap => format!(
-            "the length outran the reward: reward_mean moved only {} → {} ({}%) over the same steps (medians of the {} points before the onset and the last {})",
+            "the length outran the reward: ×{} while reward_mean moved only {} → {} ({}%) over the same steps (medians of the {} points before the onset and the last {})",
+            num(episode_growth),
             num(then),
             num(now),
             num(100.0 * rel),
             crate::signal::BASELINE_POINTS,
             crate::signal::LEVEL_POINTS
         ),
-        _ => "the length grew without a matching reward gain".to_string(),
+        _ => format!(
+            "the length grew past what the reward explains (×{LEN_RATIO} within {LEN_SPAN} points with a reward gain under 2 σ, or ×{LEN_ALONE} whatever the reward)"
+        ),
     };
     if let Some((cname, c)) = &cap {
         let (now, then) = (carried(c, g.last), carried(c, at.saturating_sub(1)));
