@@ -293,6 +293,12 @@ describe('probe import tensorboard: files written by tensorboardX and tensorboar
       { cut: at + 12 + 5, warning: new RegExp(`: the last record \\(at byte ${at}\\) is torn, 17 of its \\d+ bytes are in the file: a writer that crashed or is still writing; read the ${offsets.length - 12} records before it$`) },
       { cut: at + 7, warning: new RegExp(`: the last record \\(at byte ${at}\\) is torn, inside its 12-byte header \\(7 bytes\\)`) },
       { cut: at, zeros: 100, warning: new RegExp(`: the last 100 bytes, from byte ${at} on, are zeros \\(a crash before the data reached the disk\\); read the ${offsets.length - 12} records before them$`) },
+      // the header reached the disk, its data did not: zeros where the data and its checksum belong
+      {
+        cut: at + 12,
+        zeros: Number(readFileSync(file).readBigUInt64LE(at)) + 4,
+        warning: new RegExp(`: the last \\d+ bytes, from byte ${at + 12} on, are zeros \\(a crash before the data reached the disk\\); read the ${offsets.length - 12} records before them$`),
+      },
     ];
     for (const c of cases) {
       const torn = copyOf(file);

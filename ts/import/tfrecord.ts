@@ -176,6 +176,13 @@ export function readTfRecords(file: string, onRecord: (data: Buffer, offset: num
       const storedData = framed.readUInt32LE(HEADER_BYTES + n);
       const computedData = maskedCrc32c(data);
       if (storedData !== computedData) {
+        // the last record's header reached the disk and its data did not (the file was
+        // extended with zeros): a tear, as a zero-filled tail after a whole record is
+        const zerosFrom = offset + HEADER_BYTES + zeroTailStart(framed.subarray(HEADER_BYTES));
+        if (offset + Number(need) === size && zerosFrom <= offset + HEADER_BYTES + n) {
+          tear = { offset: zerosFrom, have: size - zerosFrom, need: null, kind: 'zeros' };
+          break;
+        }
         throw new RlprobeError(
           'RLPROBE_IMPORT_FAILED',
           `${file}: byte ${offset}: record data checksum mismatch (${n} bytes of data; stored ${hex(storedData)}, computed ${hex(computedData)}): the file is damaged here`,
@@ -189,4 +196,11 @@ export function readTfRecords(file: string, onRecord: (data: Buffer, offset: num
   } finally {
     closeSync(fd);
   }
+}
+
+/** Where the run of zero bytes that ends `bytes` starts (bytes.length: none). */
+function zeroTailStart(bytes: Buffer): number {
+  let i = bytes.length;
+  while (i > 0 && bytes[i - 1] === 0) i--;
+  return i;
 }
