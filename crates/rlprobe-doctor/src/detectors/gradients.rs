@@ -42,8 +42,8 @@ const LEVEL_WINDOW: usize = 9;
 /// Vanishing: a sustained level below 1/100 of the early baseline.
 const VANISH: f64 = 0.01;
 
-/// A spike whose gap to the next is this many times the episode's typical gap is a lone
-/// spike ahead of the episode, not its start.
+/// A spike whose gap to the next is this many times the episode's typical gap (and over
+/// half `SPIKE_WINDOW`) is a lone spike ahead of the episode, not its start.
 const LONE_GAP: f64 = 3.0;
 
 /// The first persistent episode of `spikes` (point indices, ascending), as indices into
@@ -65,7 +65,10 @@ fn episode(spikes: &[usize]) -> Option<(usize, usize)> {
             .map(|w| (w[1] - w[0]) as f64)
             .collect();
         let typical = rlprobe_series::robust::median_in_place(&mut gaps).unwrap_or(0.0);
-        if ((spikes[a + 1] - spikes[a]) as f64) <= LONE_GAP * typical {
+        // a gap within half the window is part of the episode however fast it then
+        // accelerates (spikes ever closer together date from their first, not their densest)
+        let lone = (LONE_GAP * typical).max(SPIKE_WINDOW as f64 / 2.0);
+        if ((spikes[a + 1] - spikes[a]) as f64) <= lone {
             break;
         }
         a += 1;
@@ -290,6 +293,23 @@ mod tests {
             "no 3 spikes in 5 points: not an explosion: {f:?}"
         );
         f.into_iter().find(|f| f.code == "GRAD_NORM_SPIKE")
+    }
+
+    /// Spikes ever closer together (gaps 45, 30, 20, 12, 8, 5, 3…): the episode is dated by
+    /// its first spike, not where it is densest.
+    #[test]
+    fn an_accelerating_episode_is_dated_by_its_first_spike() {
+        let mut rng = Rng::new(31);
+        let mut g = norm(600, &mut rng);
+        let at = [200, 245, 275, 295, 307, 315, 320, 323, 326, 329];
+        spike(&mut g, &at, 50.0);
+        let f = spike_finding(g).expect("spikes found");
+        assert_eq!(
+            (f.severity, f.onset_index),
+            (Severity::Warn, 200),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
