@@ -78,7 +78,8 @@ fn run_length(run: &RunInput) -> Outcome {
     // judged once a smoothing window past the warm-up, not after the baseline window: the
     // growth is measured against the length within the span, not against the baseline
     let from = BASELINE_SKIP + LEN_SMOOTH;
-    let grew = |i: usize, x: f64, k: f64| x > k * lowest(&s, span_start(i), i);
+    let low = running_lowest(&s, span_start);
+    let grew = |i: usize, x: f64, k: f64| x > k * low[i];
     let plain = graded(
         &s,
         from,
@@ -89,11 +90,15 @@ fn run_length(run: &RunInput) -> Outcome {
     );
     // a reward that rises too hides nothing when completions pile up at the cap: judged
     // below against the reward gain over the whole episode
-    let cap = truncated_share(run).map(|(n, xs)| (n, smooth(&xs, LEN_SMOOTH)));
+    let cap = truncated_share(run).map(|(n, xs)| {
+        let c = smooth(&xs, LEN_SMOOTH);
+        let low = running_lowest(&c, span_start);
+        (n, c, low)
+    });
     let climbing = |i: usize| {
-        cap.as_ref().is_some_and(|(_, c)| {
+        cap.as_ref().is_some_and(|(_, c, low)| {
             let now = carried(c, i);
-            now >= CAP_SHARE && now - lowest(c, span_start(i), i) >= CAP_CLIMB
+            now >= CAP_SHARE && now - low[i] >= CAP_CLIMB
         })
     };
     let (g, by_cap) = match plain {
@@ -149,7 +154,7 @@ fn run_length(run: &RunInput) -> Outcome {
             "the length grew past what the reward explains (×{LEN_RATIO} within {LEN_SPAN} points with a reward gain under 2 σ, or ×{LEN_ALONE} whatever the reward)"
         ),
     };
-    if let Some((cname, c)) = &cap {
+    if let Some((cname, c, _)) = &cap {
         let (now, then) = (carried(c, g.last), carried(c, at.saturating_sub(1)));
         if now >= CAP_SHARE {
             why.push_str(&format!(
@@ -184,7 +189,7 @@ fn run_length(run: &RunInput) -> Outcome {
             .column("reward_mean")
             .evidence("reward relative gain", rel);
     }
-    if let Some((cname, c)) = &cap {
+    if let Some((cname, c, _)) = &cap {
         f = f
             .column(cname)
             .evidence("cap hits (smoothed)", carried(c, g.last));
@@ -194,12 +199,25 @@ fn run_length(run: &RunInput) -> Outcome {
 }
 
 /// The lowest present value of `xs` in points `a..=b` (NaN when none is present).
-fn lowest(xs: &[f64], a: usize, b: usize) -> f64 {
-    xs[a.min(xs.len())..(b + 1).min(xs.len())]
-        .iter()
-        .copied()
-        .filter(|v| !v.is_nan())
-        .fold(f64::NAN, f64::min)
+/// `lowest(xs, start(i), i)` for every point in one pass (a monotone queue; `start` must
+/// not decrease): rescanning the span at every point cost a second at a million points.
+fn running_lowest(xs: &[f64], start: impl Fn(usize) -> usize) -> Vec<f64> {
+    let mut q: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    let mut out = vec![f64::NAN; xs.len()];
+    for (i, slot) in out.iter_mut().enumerate() {
+        if !xs[i].is_nan() {
+            while q.back().is_some_and(|&j| xs[j] >= xs[i]) {
+                q.pop_back();
+            }
+            q.push_back(i);
+        }
+        let a = start(i);
+        while q.front().is_some_and(|&j| j < a) {
+            q.pop_front();
+        }
+        *slot = q.front().map_or(f64::NAN, |&j| xs[j]);
+    }
+    out
 }
 
 /// The median of the last `BASELINE_POINTS` present points before point `at`.
@@ -472,5 +490,42 @@ mod tests {
         assert_eq!(length_finding(&run(2.2, 0.37, 0.35, &mut rng)), None);
         // the same steady reward rise, but completions still terminate
         assert_eq!(length_finding(&run(2.2, 0.03, 0.0, &mut rng)), None);
+    }
+}
+
+#[cfg(test)]
+mod running_lowest_tests {
+    use super::running_lowest;
+
+    /// The lowest present value of `xs` in points `a..=b`, by rescanning.
+    fn lowest(xs: &[f64], a: usize, b: usize) -> f64 {
+        xs[a.min(xs.len())..(b + 1).min(xs.len())]
+            .iter()
+            .copied()
+            .filter(|v| !v.is_nan())
+            .fold(f64::NAN, f64::min)
+    }
+
+    #[test]
+    fn the_one_pass_minimum_is_the_rescanned_one() {
+        let mut rng = crate::synth::Rng::new(5);
+        let xs: Vec<f64> = (0..2000)
+            .map(|i| {
+                if rng.uniform() < 0.1 {
+                    f64::NAN
+                } else {
+                    (i as f64 / 300.0).sin() + 0.3 * rng.normal()
+                }
+            })
+            .collect();
+        let start = |i: usize| i.saturating_sub(100).max(5);
+        let fast = running_lowest(&xs, start);
+        for (i, &got) in fast.iter().enumerate().skip(5) {
+            let slow = lowest(&xs, start(i), i);
+            assert!(
+                got == slow || (got.is_nan() && slow.is_nan()),
+                "point {i}: {got} vs {slow}"
+            );
+        }
     }
 }

@@ -60,8 +60,12 @@ fn run(run: &RunInput) -> Outcome {
     let mut out = Vec::new();
     // the collapse is judged against the level's noise, which autocorrelated noise makes
     // larger than point-to-point differences tell
-    let level_noise = noise.max(level_noise(r).unwrap_or(0.0));
-    let collapse = collapse(run, r, &s, &base, level_noise);
+    // (a larger noise only raises the bar, so the run-long rolling median is computed only
+    // when the point-to-point noise already finds a collapse: most runs have none)
+    let collapse = collapse(run, r, &s, &base, noise).and_then(|_| {
+        let level_noise = noise.max(level_noise(r).unwrap_or(0.0));
+        collapse(run, r, &s, &base, level_noise)
+    });
     let collapse_from = collapse
         .as_ref()
         .map(|f| f.onset_index)
