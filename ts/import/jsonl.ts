@@ -20,6 +20,7 @@ import path from 'node:path';
 import { z } from 'zod';
 
 import { RlprobeError } from '../errors.js';
+import { readError } from './read-error.js';
 import { EXTRA_PREFIX, REWARD_COMPONENT_PREFIX, STEP_FIELDS } from '../schema/step-record.js';
 import { SourceSteps, stepOf } from './mapping.js';
 import type { FieldRule } from './mapping.js';
@@ -76,7 +77,7 @@ function resolveMap(map: string | JsonlMap): ResolvedMap {
     try {
       text = readFileSync(map, 'utf8');
     } catch (error) {
-      throw new RlprobeError('RLPROBE_IO', `cannot read ${where}: ${(error as Error).message}`, { cause: error });
+      throw readError(where, error);
     }
     try {
       input = JSON.parse(text);

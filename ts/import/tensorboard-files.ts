@@ -8,13 +8,11 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError } from '../errors.js';
+import { readError } from './read-error.js';
 
 /** The name TensorBoard's writers give event files (tensorboardX, torch, TF, tensorboard). */
 export const EVENT_FILE_PREFIX = 'events.out.tfevents.';
 
-function ioError(what: string, error: unknown): RlprobeError {
-  return new RlprobeError('RLPROBE_IO', `cannot read ${what}: ${(error as Error).message}`, { cause: error });
-}
 
 /** Event files under `dir`, recursively, sorted by path. Symlinked directories are not followed (no loops). */
 function walk(dir: string, out: string[]): string[] {
@@ -22,7 +20,7 @@ function walk(dir: string, out: string[]): string[] {
   try {
     entries = readdirSync(dir, { withFileTypes: true });
   } catch (error) {
-    throw ioError(dir, error);
+    throw readError(dir, error);
   }
   for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const full = path.join(dir, entry.name);
@@ -40,7 +38,7 @@ export function eventFilesOf(source: string): { files: string[]; isDir: boolean 
   try {
     isDir = statSync(source).isDirectory();
   } catch (error) {
-    throw ioError(source, error);
+    throw readError(source, error);
   }
   if (!isDir) return { files: [source], isDir };
   const files = walk(source, []);

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
 import { RlprobeError } from '../errors.js';
+import { readError } from './read-error.js';
 import { maskedCrc32c } from './tfrecord-crc32c.js';
 
 const HEADER_BYTES = 12;
@@ -39,9 +40,6 @@ export interface TfRecordFile {
   tear: TfRecordTear | null;
 }
 
-function ioError(file: string, error: unknown): RlprobeError {
-  return new RlprobeError('RLPROBE_IO', `cannot read ${file}: ${(error as Error).message}`, { cause: error });
-}
 
 function hex(n: number): string {
   return `0x${n.toString(16).padStart(8, '0')}`;
@@ -80,7 +78,7 @@ class SequentialFile {
       try {
         got = readSync(this.fd, this.buf, this.len, this.buf.length - this.len, null);
       } catch (error) {
-        throw ioError(this.file, error);
+        throw readError(this.file, error);
       }
       if (got === 0) return false;
       this.hash.update(this.buf.subarray(this.len, this.len + got));
@@ -131,7 +129,7 @@ export function readTfRecords(file: string, onRecord: (data: Buffer, offset: num
   try {
     fd = openSync(file, 'r');
   } catch (error) {
-    throw ioError(file, error);
+    throw readError(file, error);
   }
   try {
     const size = fstatSync(fd).size;

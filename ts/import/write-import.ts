@@ -9,6 +9,7 @@ import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
 import { RlprobeError } from '../errors.js';
+import { readError } from './read-error.js';
 import { readEventsFile } from '../reader/events-file.js';
 import { Recorder } from '../recorder/recorder.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
@@ -112,9 +113,6 @@ const FLUSH_BUDGET_SLOTS = (QUEUE_CAPACITY * RING_SLOTS_PER_RECORD) / 2;
 const FLUSH_TIMEOUT_MS = 60_000;
 const READ_CHUNK = 1 << 20;
 
-function ioError(file: string, error: unknown): RlprobeError {
-  return new RlprobeError('RLPROBE_IO', `cannot read ${file}: ${(error as Error).message}`, { cause: error });
-}
 
 /** Streams the lines of `file` (opened read-only) to `onLine`; returns the hex SHA-256 of its bytes. */
 export function readSourceLines(file: string, onLine: (line: string, lineNo: number) => void): string {
@@ -122,7 +120,7 @@ export function readSourceLines(file: string, onLine: (line: string, lineNo: num
   try {
     fd = openSync(file, 'r');
   } catch (error) {
-    throw ioError(file, error);
+    throw readError(file, error);
   }
   try {
     const hash = createHash('sha256');
@@ -135,7 +133,7 @@ export function readSourceLines(file: string, onLine: (line: string, lineNo: num
       try {
         n = readSync(fd, buf, 0, buf.length, null);
       } catch (error) {
-        throw ioError(file, error);
+        throw readError(file, error);
       }
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
@@ -157,7 +155,7 @@ export function readSourceText(file: string): { text: string; sha256: string } {
   try {
     bytes = readFileSync(file);
   } catch (error) {
-    throw ioError(file, error);
+    throw readError(file, error);
   }
   return { text: bytes.toString('utf8').replace(/^\uFEFF/, ''), sha256: createHash('sha256').update(bytes).digest('hex') };
 }

@@ -1,0 +1,6 @@
+import { RlprobeError } from '../errors.js';
+
+/** The importers' one error for a source that cannot be read: RLPROBE_IO, naming it, cause kept. */
+export function readError(what: string, error: unknown): RlprobeError {
+  return new RlprobeError('RLPROBE_IO', `cannot read ${what}: ${(error as Error).message}`, { cause: error });
+}
