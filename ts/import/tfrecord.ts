@@ -9,10 +9,10 @@
  * file and the byte offset of the record.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 
 import { RlprobeError } from '../errors.js';
-import { readError } from './read-error.js';
+import { openSource, readError } from './read-error.js';
 import { maskedCrc32c } from './tfrecord-crc32c.js';
 
 const HEADER_BYTES = 12;
@@ -125,12 +125,7 @@ class SequentialFile {
  * order. Throws RlprobeError on a checksum mismatch (naming the file and offset) or a read error.
  */
 export function readTfRecords(file: string, onRecord: (data: Buffer, offset: number) => void): TfRecordFile {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (error) {
-    throw readError(file, error);
-  }
+  const fd = openSource(file);
   try {
     const size = fstatSync(fd).size;
     const input = new SequentialFile(fd, file);

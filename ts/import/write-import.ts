@@ -4,12 +4,12 @@
  * (`extra.source`, the contract with the doctor: see `ImportSource`).
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
 import { RlprobeError } from '../errors.js';
-import { readError } from './read-error.js';
+import { openSource, readError } from './read-error.js';
 import { readEventsFile } from '../reader/events-file.js';
 import { Recorder } from '../recorder/recorder.js';
 import { RECORDER_EVENT_KINDS } from '../schema/event.js';
@@ -116,12 +116,7 @@ const READ_CHUNK = 1 << 20;
 
 /** Streams the lines of `file` (opened read-only) to `onLine`; returns the hex SHA-256 of its bytes. */
 export function readSourceLines(file: string, onLine: (line: string, lineNo: number) => void): string {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (error) {
-    throw readError(file, error);
-  }
+  const fd = openSource(file);
   try {
     const hash = createHash('sha256');
     const decoder = new StringDecoder('utf8');
