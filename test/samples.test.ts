@@ -518,7 +518,8 @@ describe('sample files', () => {
     assert.deepEqual(files.map((f) => path.basename(f.path)), ['shard-00000.parquet', 'shard-00001.parquet', 'shard-00002.parquet']);
     const onDisk = readdirSync(path.join(dir, 'samples'));
     assert.deepEqual(onDisk.filter((f) => f.startsWith('part-')), [], `parts left: ${onDisk.join(' ')}`);
-    assert.deepEqual(onDisk.filter((f) => f.endsWith('.parquet')).sort(), ['shard-00000.parquet', 'shard-00001.parquet', 'shard-00002.parquet']);
+    // the columns file stays: the shards' union schema, for tools that read samples/*.parquet
+    assert.deepEqual(onDisk.filter((f) => f.endsWith('.parquet')).sort(), ['columns.parquet', 'shard-00000.parquet', 'shard-00001.parquet', 'shard-00002.parquet']);
 
     const all = readAll(dir, { columns: ['step', 'sample_id', 'completion_len'] });
     assert.equal(all.length, 10_000);

@@ -19,8 +19,8 @@ use parquet::file::metadata::KeyValue;
 use crate::atomic::{publish, remove_stray_temps, sync_dir};
 use crate::error::{Error, IoContext, Result};
 use crate::layout::{
-    COMPACT_LOCK_FILE, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART, STEPS_FILE,
-    STEPS_PARTS_DIR,
+    list_stream_dir, COMPACT_LOCK_FILE, META_COMPACTED_IDS, META_COMPACTED_PARTS, META_NEXT_PART,
+    STEPS_FILE, STEPS_PARTS_DIR,
 };
 use crate::parquet_io::{arrow_writer, ParquetFile};
 use crate::props::Codec;
@@ -214,6 +214,19 @@ pub fn remove_absorbed_parts<'a>(
         }
     }
     if dir.is_dir() {
+        if remove_empty_dir {
+            // the columns file describes the parts: with the last of them it goes too
+            let left = list_stream_dir(dir)?;
+            if left.parts.is_empty() && left.shards.is_empty() {
+                if let Some(columns) = left.columns {
+                    match fs::remove_file(&columns) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(Error::io("removing", &columns, e)),
+                    }
+                }
+            }
+        }
         sync_dir(dir)?;
         if remove_empty_dir {
             let _ = fs::remove_dir(dir);

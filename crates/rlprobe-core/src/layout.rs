@@ -17,6 +17,9 @@ pub const SHARD_PREFIX: &str = "shard-";
 /// and their compaction `spans/spans.parquet`, both inside `spans/`.
 pub const SPANS_DIR: &str = "spans";
 pub const SPANS_FILE: &str = "spans/spans.parquet";
+/// In `steps/` and `samples/`: a zero-row file whose schema is the union of the columns of
+/// the directory's files (columns_file.rs). Named to sort before `part-` and `shard-`.
+pub const COLUMNS_FILE: &str = "columns.parquet";
 /// Captured trials (an additive extension, docs/format.md#trials): one directory per
 /// capture, `trials/<capture key>/`, holding its manifest, its copied files and the spans
 /// it expanded into, `trials/<capture key>/spans.parquet`.
@@ -96,6 +99,8 @@ fn list_numbered(dir: &Path, index_of: fn(&str) -> Option<u64>) -> Result<Vec<(u
 pub struct StreamDir {
     pub parts: Vec<(u64, PathBuf)>,
     pub shards: Vec<(u64, PathBuf)>,
+    /// The directory's `columns.parquet`, when it has one (not a table's rows: skipped by reads).
+    pub columns: Option<PathBuf>,
     pub others: Vec<PathBuf>,
 }
 
@@ -113,6 +118,8 @@ pub fn list_stream_dir(dir: &Path) -> Result<StreamDir> {
             out.parts.push((i, entry.path()));
         } else if let Some(i) = shard_index(&name) {
             out.shards.push((i, entry.path()));
+        } else if name == COLUMNS_FILE {
+            out.columns = Some(entry.path());
         } else if !(name.starts_with('.') && name.contains(crate::atomic::TEMP_MARKER)) {
             out.others.push(entry.path());
         }
@@ -152,6 +159,7 @@ mod tests {
             "part-00001.parquet",
             "shard-00000.parquet",
             "notes.parquet",
+            "columns.parquet",
             ".DS_Store",
             ".part-00002.tmp-1-0",
         ] {
@@ -161,6 +169,7 @@ mod tests {
         let l = list_stream_dir(&dir).unwrap();
         assert_eq!(l.parts, vec![(1, dir.join("part-00001.parquet"))]);
         assert_eq!(l.shards, vec![(0, dir.join("shard-00000.parquet"))]);
+        assert_eq!(l.columns, Some(dir.join("columns.parquet")));
         assert_eq!(
             l.others,
             vec![

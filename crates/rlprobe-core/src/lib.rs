@@ -22,6 +22,7 @@
 
 pub mod atomic;
 pub mod checksums;
+pub mod columns_file;
 pub mod compact;
 pub mod encoding;
 pub mod error;

@@ -118,6 +118,16 @@ pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> Result
             ),
         });
     }
+    // steps/ and samples/ hold the writer's columns.parquet (no rows); spans/ never does
+    if let (Stream::Spans, Some(path)) = (stream, listing.columns) {
+        out.foreign.push(SkippedFile {
+            path,
+            reason: format!(
+                "not a file rlprobe writes in {}/ (it writes {expected})",
+                stream.name()
+            ),
+        });
+    }
     if stream == Stream::Samples {
         out.shards = listing.shards;
     } else {

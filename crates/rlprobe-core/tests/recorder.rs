@@ -330,3 +330,44 @@ fn two_interrupted_compactions_never_double_count() {
         (0..20).collect::<Vec<_>>()
     );
 }
+
+fn columns_of(path: &Path) -> Vec<String> {
+    let f = rlprobe_core::parquet_io::ParquetFile::open(path).unwrap();
+    assert_eq!(f.rows(), 0, "{} holds no rows", path.display());
+    f.schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect()
+}
+
+#[test]
+fn steps_columns_file_holds_every_column_of_the_parts_and_goes_at_compaction() {
+    let dir = tempdir("columns-file");
+    let head = dir.join(STEPS_PARTS_DIR).join("columns.parquet");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    let (loss, _) = rec.register("loss").unwrap();
+    rec.push_step(&[0.0, f64::NAN, loss as f64, 1.0]);
+    assert!(rec.flush(Duration::from_secs(10)));
+    assert_eq!(columns_of(&head), ["step", "timestamp", "rank", "loss"]);
+    // a metric first logged mid-run, in a part of its own
+    let (eval, _) = rec.register("extra.eval").unwrap();
+    rec.push_step(&[1.0, f64::NAN, eval as f64, 0.5]);
+    assert!(rec.flush(Duration::from_secs(10)));
+    assert_eq!(
+        columns_of(&head),
+        ["step", "timestamp", "rank", "loss", "extra.eval"]
+    );
+    let parts = list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap();
+    assert_eq!(parts.len(), 2, "the file is not a part");
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        [0, 1],
+        "readers skip it"
+    );
+    rec.close(true, Duration::from_secs(30)).unwrap();
+    assert!(
+        !dir.join(STEPS_PARTS_DIR).exists(),
+        "steps/ goes with its parts and columns file"
+    );
+}

@@ -26,11 +26,14 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::atomic::{publish, remove_stray_temps, write_file_atomic};
+use crate::columns_file::ColumnsHead;
 use crate::compact::{compact_steps, next_part_index, CompactReport};
 use crate::encoding::StepBatch;
 use crate::error::{Error, IoContext, Result};
 use crate::events::{event_line, EventLog};
-use crate::layout::{part_name, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_PARTS_DIR};
+use crate::layout::{
+    part_name, COLUMNS_FILE, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_PARTS_DIR,
+};
 use crate::parquet_io::prewarm;
 use crate::ring::{self, PushError, RingMemory};
 use crate::samples::compact_samples;
@@ -515,6 +518,7 @@ impl Recorder {
                 Box::<SpanStream>::default(),
             ],
             next_parts,
+            heads: Default::default(),
             shared: shared.clone(),
             last_publish: Instant::now(),
             run_dir: RunDirWatch::new(&opts.run_dir, writer_lock),
@@ -817,6 +821,8 @@ struct WriterThread {
     streams: [Box<dyn RowStream>; 3],
     /// The next part file index per stream.
     next_parts: [u64; 3],
+    /// What each stream's `columns.parquet` holds (steps and samples only).
+    heads: [ColumnsHead; 3],
     last_publish: Instant,
     run_dir: RunDirWatch,
 }
@@ -942,6 +948,20 @@ impl WriterThread {
         };
         let dir = self.opts.run_dir.join(kind.dir());
         let name = part_name(self.next_parts[kind.index()]);
+        if self.run_dir.orphaned.is_none() {
+            if let Some(stream) = kind.with_columns_file() {
+                let head = &mut self.heads[kind.index()];
+                if let Err(e) = head.before_part(&dir, stream, &part.schema()) {
+                    // the part still goes out: our readers do not need the file, other tools
+                    // may take a narrower schema from the first part until it is put back
+                    self.shared.record_error(format!(
+                        "{}/{COLUMNS_FILE} not updated before {name}: {}",
+                        kind.dir(),
+                        e.report()
+                    ));
+                }
+            }
+        }
         // why the part is not on disk, in words
         let result = match &self.run_dir.orphaned {
             Some(why) => Err(why.clone()),

@@ -6,8 +6,10 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use serde_json::json;
 
 use super::{bump, Shared};
@@ -23,6 +25,7 @@ use crate::samples::wire::{decode_batch, BadSample};
 use crate::schema::Registry;
 use crate::spans::batch::SpanBuilders;
 use crate::spans::wire::{decode_views, BadSpan};
+use crate::stream_files::Stream;
 use crate::table::Table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +76,16 @@ impl Kind {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// The stream whose directory keeps a `columns.parquet` (its columns vary by part);
+    /// spans have a fixed schema and keep none.
+    pub fn with_columns_file(self) -> Option<Stream> {
+        match self {
+            Kind::Steps => Some(Stream::Steps),
+            Kind::Samples => Some(Stream::Samples),
+            Kind::Spans => None,
+        }
+    }
 }
 
 /// The rows of one part file, ready to write.
@@ -82,6 +95,14 @@ pub enum Part {
 }
 
 impl Part {
+    /// The part's columns.
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            Part::Steps(table) => Arc::new(table.schema()),
+            Part::Arrow(batch) => batch.schema(),
+        }
+    }
+
     /// Writes the part into `file`, the temporary at `path`.
     pub fn write(&self, file: File, path: &Path) -> Result<File> {
         match self {
