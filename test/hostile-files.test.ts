@@ -18,8 +18,9 @@ import { INDEX_TS, cleanupTempDirs, runCli, runScript, tempDir } from './helpers
 after(cleanupTempDirs);
 
 /**
- * A run compacted once and then resumed and killed: steps.parquet and steps/part-*, sample
- * shard and parts, spans.parquet and span parts, events. Steps 0..19, two samples and one
+ * A run compacted once and then resumed and killed: steps/part-* (the first is the old
+ * steps.parquet, made a part by the resume), sample shard and parts, spans.parquet and span
+ * parts, events. Steps 0..19, two samples and one
  * span per step.
  */
 const RECORD = `
@@ -252,7 +253,7 @@ describe('a damaged surface is reported and the rest is shown', () => {
     const dir = copyRun();
     // a steps table under a shard's name, and a file of another name
     const shard = path.join(dir, 'samples', 'shard-00009.parquet');
-    copyFileSync(path.join(dir, 'steps.parquet'), shard);
+    copyFileSync(path.join(dir, firstPart(dir, 'steps')), shard);
     writeFileSync(path.join(dir, 'samples', 'notes.txt'), 'not a sample');
     const reader = RunReader.open(dir);
     assert.equal([...reader.samples()].length, 40);

@@ -32,6 +32,7 @@ pub mod layout;
 pub mod parquet_io;
 pub mod props;
 pub mod regular_file;
+pub mod resume;
 pub mod ring;
 pub mod samples;
 pub mod schema;

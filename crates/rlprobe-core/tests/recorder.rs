@@ -251,12 +251,17 @@ fn resumed_writer_does_not_reuse_absorbed_part_names() {
     let mut rec = Recorder::open(opts(&dir)).unwrap();
     push(&rec, 10, 0.0);
     assert!(rec.flush(Duration::from_secs(10)));
-    let parts = list_parts(&dir.join(STEPS_PARTS_DIR)).unwrap();
-    assert_eq!(parts.len(), 1);
-    assert!(
-        parts[0].0 >= 2,
-        "must not collide with absorbed part names, got {}",
-        parts[0].0
+    // steps.parquet became the first part (resume.rs), the new rows the next one
+    assert!(!dir.join("steps.parquet").exists());
+    let parts: Vec<u64> = list_parts(&dir.join(STEPS_PARTS_DIR))
+        .unwrap()
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        parts,
+        [2, 3],
+        "must not collide with absorbed part names, got {parts:?}"
     );
     assert_eq!(
         steps_of(&read_steps(&dir, None).unwrap()),

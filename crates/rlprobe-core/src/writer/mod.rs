@@ -35,6 +35,7 @@ use crate::layout::{
     part_name, COLUMNS_FILE, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_PARTS_DIR,
 };
 use crate::parquet_io::prewarm;
+use crate::resume::demote_compacted_steps;
 use crate::ring::{self, PushError, RingMemory};
 use crate::samples::compact_samples;
 use crate::samples::files::{open_sample_sources, samples_dir};
@@ -462,6 +463,15 @@ impl Recorder {
         remove_stray_temps(&opts.run_dir.join(STEPS_PARTS_DIR), ".part-")?;
         remove_stray_temps(&samples_dir(&opts.run_dir), ".part-")?;
         remove_stray_temps(&opts.run_dir.join(SPANS_DIR), ".part-")?;
+        // a resumed compacted run continues in parts only (resume.rs); failing that, it
+        // records into the mixed layout our readers handle, and says so
+        let demotion = match demote_compacted_steps(&opts.run_dir) {
+            Ok(_) => None,
+            Err(e) => Some(format!(
+                "resuming with steps.parquet kept next to the new parts (readers that take steps.parquet alone, such as Python rlprobe 0.1.0, will miss the new steps): {}",
+                e.report()
+            )),
+        };
         let next_parts = [
             next_part_index(&opts.run_dir)?,
             open_sample_sources(&opts.run_dir)?.next_part,
@@ -494,7 +504,7 @@ impl Recorder {
             span_queue_bytes: opts.span_queue_bytes.max(1),
             health: Mutex::new(Health::default()),
         });
-        if let Some(message) = unguarded {
+        for message in unguarded.into_iter().chain(demotion) {
             eprintln!("rlprobe: {message}");
             lock(&shared.pending_events).push_back(event_line(
                 "recorder_error",
