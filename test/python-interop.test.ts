@@ -4,6 +4,12 @@
  * A run recorded by Python reads back through RunReader with every field equal; a run
  * recorded by our Recorder reads back through Python's RunReader, pyarrow and DuckDB
  * with every field equal.
+ *
+ * Not only closed runs (issue 20): runs Python leaves crashed (flushed, never closed), live,
+ * resumed (steps.parquet beside new parts) and multi-rank read back through RunReader; runs
+ * of ours live, crashed (SIGKILL), resumed then crashed, and multi-rank read back through
+ * Python's RunReader, every step included (Python 0.1.0 reads only steps.parquet when it
+ * exists, so a resumed run of ours must leave none).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,8 +17,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
+import { spawn } from 'node:child_process';
+
 import { Recorder, RunReader } from '../ts/index.js';
 import type { SampleRecord, StepRecord, StoredSampleRecord } from '../ts/index.js';
+import { REPO_ROOT, freshTempDir, sleep } from './helpers/child.js';
+import { LATE_STEP_COLUMNS, storedStep } from './helpers/late-columns.js';
+import { EXPECTED, LAYOUTS, buildLayouts } from './helpers/late-columns-layouts.js';
+import type { LayoutName } from './helpers/late-columns-layouts.js';
 import { interopPython, runPython } from './helpers/python.js';
 
 type Json = Record<string, unknown>;
@@ -31,6 +43,44 @@ function tempDir(t: { after: (f: () => void) => void }, label: string): string {
 function present(o: Json): Json {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null));
 }
+
+/** JSON.parse's reviver for the non-finite floats the scripts write as strings. */
+function nonFinite(_key: string, v: unknown): unknown {
+  return v === 'NaN' ? NaN : v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v;
+}
+
+/**
+ * Starts a script of test/interop that prints one JSON line and then holds its recorders
+ * open until a line arrives on stdin; resolves with the JSON once printed.
+ */
+async function holdingPython(script: string, args: string[]) {
+  const proc = spawn(python, [path.join(REPO_ROOT, 'test', 'interop', script), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+  proc.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+  const exited = new Promise<number | null>((resolve) => proc.on('close', (code) => resolve(code)));
+  const kill = () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  };
+  for (let waited = 0; !out.includes('\n'); waited += 20) {
+    if (waited > 120_000 || proc.exitCode !== null) {
+      kill();
+      throw new Error(`${script} printed no JSON line (exit ${proc.exitCode}): ${err}`);
+    }
+    await sleep(20);
+  }
+  const json: unknown = JSON.parse(out.slice(0, out.indexOf('\n')), nonFinite);
+  /** Lets the script exit (without closing its recorders); resolves with its exit code. */
+  const release = () => {
+    proc.stdin.end('\n');
+    return exited;
+  };
+  return { json, release, kill, errors: () => err };
+}
+
+type Tuple = Array<string | number | null>;
+const sortTuples = (rows: Tuple[]) => [...rows].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
 
 describe('Python rlprobe 0.1.0 interop', { skip }, () => {
   test('a run recorded by Python reads back through RunReader, every field equal', (t) => {
@@ -195,5 +245,98 @@ describe('Python rlprobe 0.1.0 interop', { skip }, () => {
     // and our own reader agrees with what we logged
     const ours: StoredSampleRecord[] = [...RunReader.open(dir).samples()];
     assert.equal(ours.length, logged.samples.length);
+  });
+
+  test('runs Python rlprobe leaves live, crashed, resumed and multi-rank read back through RunReader, every field equal', async (t) => {
+    const root = tempDir(t, 'from-python-layouts');
+    const py = await holdingPython('py_write_layouts.py', [root]);
+    t.after(py.kill);
+    const expected = py.json as Record<string, { steps: Json[]; samples: Json[]; events: Json[] }>;
+    const layouts: Record<string, string> = { live: 'parts', crashed: 'parts', resumed: 'mixed', multirank: 'parts' };
+    // read while the Python process still holds every recorder open (live, or as a kill leaves them)
+    for (const [name, layout] of Object.entries(layouts)) {
+      const dir = path.join(root, name);
+      const reader = RunReader.open(dir);
+      const e = expected[name];
+      assert.equal(reader.layout(), layout, `${name}: layout`);
+      assert.equal(reader.manifest.run_id, 'py-layouts', `${name}: manifest`);
+      assert.deepEqual(reader.rankDirs().map((d) => path.basename(d)), name === 'multirank' ? ['rank-001'] : [], `${name}: rank directories`);
+
+      // steps: every one, in write order (a resumed run: steps.parquet, then the parts after it)
+      const steps = reader.steps();
+      assert.equal(steps.length, e.steps.length, `${name}: every step`);
+      e.steps.forEach((want, i) => assert.deepEqual(present(steps[i] as unknown as Json), want, `${name}: step row ${i}`));
+      const columns = new Set(reader.stepColumns().map((c) => c.name));
+      for (const c of Object.keys(LATE_STEP_COLUMNS)) assert.ok(columns.has(c), `${name}: the late column ${c}`);
+
+      // samples of every rank, every field
+      const samples = [...reader.samples()];
+      assert.equal(samples.length, e.samples.length, `${name}: samples`);
+      const byId = new Map(samples.map((s) => [s.sample_id, s]));
+      for (const want of e.samples) {
+        const got = byId.get(want.sample_id as string);
+        assert.ok(got, `${name}: sample ${want.sample_id}`);
+        assert.deepEqual(present(got as unknown as Json), present(want), `${name}: sample ${want.sample_id}`);
+      }
+
+      // events of every rank (both generations of a resumed run)
+      const events = reader
+        .events()
+        .filter((x) => x.kind === 'checkpoint')
+        .map((x): Tuple => [x.kind, x.step ?? null, x.rank, x.message, JSON.stringify(x.data)]);
+      const wanted = e.events.map((x): Tuple => [x.kind as string, x.step as number, x.rank as number, x.message as string, JSON.stringify(x.data)]);
+      assert.deepEqual(sortTuples(events), sortTuples(wanted), `${name}: checkpoint events`);
+    }
+    assert.equal(RunReader.open(path.join(root, 'live')).status().state, 'open', 'a live Python run reads as open');
+    assert.equal(await py.release(), 0, py.errors());
+  });
+
+  test('runs of ours live, crashed, resumed then crashed, and multi-rank read back through Python rlprobe: every step, every field', { timeout: 180_000 }, async (t) => {
+    const tmp = freshTempDir('to-python-layouts');
+    const built = await buildLayouts(tmp.dir);
+    t.after(async () => {
+      await built.stopLive();
+      tmp.cleanup();
+    });
+    type PyRun = {
+      manifest: Json; steps: Json[]; samples: Json[]; events: Json[]; rank_dirs: string[]; step_files: string[];
+      steps_table: { columns: string[]; rows: number };
+    };
+    let py: Record<LayoutName, PyRun>;
+    try {
+      // the live child still holds its run while Python reads it
+      py = runPython(python, 'py_read_layouts.py', LAYOUTS.map((name) => `${name}=${built.dirs[name]}`)) as Record<LayoutName, PyRun>;
+    } finally {
+      await built.stopLive();
+    }
+    for (const name of LAYOUTS) {
+      const got = py[name];
+      const want = EXPECTED[name];
+      assert.equal(got.manifest.run_id, 'late-columns', `${name}: manifest`);
+      assert.equal(got.manifest.world_size, name === 'multirank' ? 2 : 1, `${name}: world size`);
+      assert.deepEqual(got.rank_dirs, name === 'multirank' ? ['rank-001'] : [], `${name}: rank directories`);
+
+      // steps: Python reads steps.parquet alone when it exists, so every step must be in the files it picks
+      const steps = want.steps['.'];
+      assert.equal(got.steps.length, steps.length, `${name}: Python reads every step (it read ${got.step_files.join(', ')})`);
+      steps.forEach(({ logged, rank }, i) => assert.deepEqual(present(got.steps[i]), storedStep(logged, rank), `${name}: Python's step row ${i}`));
+      assert.equal(got.steps_table.rows, steps.length, `${name}: steps_table() rows`);
+      for (const c of Object.keys(LATE_STEP_COLUMNS)) assert.ok(got.steps_table.columns.includes(c), `${name}: steps_table() has ${c}`);
+
+      // samples of every rank through Python's SampleRecord (which has no extra, labels or span_id)
+      assert.equal(got.samples.length, want.samples.length, `${name}: Python reads every sample once`);
+      const byId = new Map(got.samples.map((s) => [s.sample_id as string, s]));
+      for (const s of want.samples) {
+        const { labels: _labels, extra: _extra, span_id: _span, ...fields } = s;
+        assert.deepEqual(present(byId.get(s.sample_id as string) ?? {}), present(fields as Json), `${name}: Python's sample ${s.sample_id}`);
+      }
+
+      // events: Python's Event model reads every line RunReader reads
+      const ours = RunReader.open(built.dirs[name])
+        .events()
+        .map((e): Tuple => [e.kind, e.rank, e.step ?? null, e.message]);
+      const theirs = got.events.map((e): Tuple => [e.kind as string, e.rank as number, (e.step as number | null) ?? null, e.message as string]);
+      assert.deepEqual(sortTuples(theirs), sortTuples(ours), `${name}: events`);
+    }
   });
 });
