@@ -12,6 +12,7 @@ import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
 import { ScaleBenchCommand } from './commands/scale-bench.js';
 import { SpanListCommand } from './commands/span-list.js';
+import { SqlCommand } from './commands/sql.js';
 import { TrialCaptureCommand } from './commands/trial-capture.js';
 import { TrialDeliverCommand } from './commands/trial-deliver.js';
 import { TrialExpandCommand } from './commands/trial-expand.js';
@@ -34,6 +35,7 @@ export function buildCli(): ProbeCli {
   cli.register(SamplesCommand);
   cli.register(SampleCommand);
   cli.register(SpanListCommand);
+  cli.register(SqlCommand);
   cli.register(TrialCaptureCommand);
   cli.register(TrialStageCommand);
   cli.register(TrialDeliverCommand);

@@ -1,0 +1,124 @@
+/**
+ * Which files hold each table of a run, as the library's readers decide it (the native
+ * listings: docs/format.md "Reading: which files hold a table"): steps from rank 0's
+ * directory only, samples and spans from every rank directory; absorbed leftovers, shards
+ * of an unfinished compaction and foreign files are left out by the listing itself. A
+ * table with a damaged file is unreadable as a whole, never read around it.
+ */
+import { lstatSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+import { RlprobeError, native } from '../errors.js';
+import { sampleFiles, spanFiles, stepFiles } from '../native.js';
+import type { NativeSkippedFile } from '../native.js';
+import { recordingDirs } from '../reader/rank-dirs.js';
+import type { FileSurface, SkippedRunFile } from '../reader/run-reader.js';
+import { captureDir, captureKeys } from '../trials/run-store.js';
+import { isCaptureKey } from '../trials/safe-path.js';
+
+export type SqlTable = FileSurface;
+
+export const SQL_TABLES: readonly SqlTable[] = ['steps', 'samples', 'spans'];
+
+/** The files of one table in one recording directory (the run, or a `rank-NNN/`), in read order. */
+export interface SourceGroup {
+  rank: number;
+  dir: string;
+  files: string[];
+}
+
+export interface TableSources {
+  /** Directories holding at least one file of the table, in rank order. */
+  groups: SourceGroup[];
+  /** Why the table cannot be read (a damaged file, a listing that failed), or null. */
+  unreadable: RlprobeError | null;
+}
+
+export interface RunSources {
+  tables: Record<SqlTable, TableSources>;
+  /** Files every reader skips (not the recorder's, a copy, another stream's table). */
+  foreign: SkippedRunFile[];
+}
+
+interface Listing {
+  files: string[];
+  foreign: NativeSkippedFile[];
+  damaged: NativeSkippedFile[];
+}
+
+/** The listings of `runDir` (an opened run) and of its rank directories. */
+export function runSources(runDir: string): RunSources {
+  const tables: Record<SqlTable, TableSources> = {
+    steps: { groups: [], unreadable: null },
+    samples: { groups: [], unreadable: null },
+    spans: { groups: [], unreadable: null },
+  };
+  const foreign: SkippedRunFile[] = [];
+  const add = (table: SqlTable, rank: number, dir: string, list: () => Listing) => {
+    const sources = tables[table];
+    let listing: Listing;
+    try {
+      listing = list();
+    } catch (error) {
+      if (!(error instanceof RlprobeError)) throw error;
+      sources.unreadable ??= error;
+      return;
+    }
+    for (const f of listing.foreign) foreign.push({ surface: table, rank, path: f.path, reason: f.reason });
+    if (listing.damaged.length > 0) sources.unreadable ??= damagedError(table, listing.damaged);
+    if (listing.files.length > 0) sources.groups.push({ rank, dir, files: listing.files });
+  };
+  add('steps', 0, runDir, () => {
+    const l = native(() => stepFiles(runDir));
+    return { files: l.files.map((f) => f.path), foreign: l.foreign, damaged: l.damaged };
+  });
+  for (const { rank, dir } of recordingDirs(runDir, null)) {
+    add('samples', rank, dir, () => {
+      const l = native(() => sampleFiles(dir));
+      return { files: l.files.map((f) => f.path), foreign: l.foreign, damaged: l.damaged };
+    });
+    add('spans', rank, dir, () => {
+      const l = native(() => spanFiles(dir));
+      return { files: [...l.files, ...captureSpanFiles(dir)], foreign: l.foreign, damaged: l.damaged };
+    });
+  }
+  return { tables, foreign };
+}
+
+function damagedError(table: SqlTable, damaged: readonly NativeSkippedFile[]): RlprobeError {
+  const [first] = damaged;
+  const more = damaged.length > 1 ? ` (and ${damaged.length - 1} more damaged file${damaged.length > 2 ? 's' : ''})` : '';
+  // the reason names the file when it comes from the file's own check
+  const what = first.reason.includes(first.path) ? first.reason : `${first.path}: ${first.reason}`;
+  return new RlprobeError('RLPROBE_CORRUPT_FILE', `the ${table} cannot be read: ${what}${more}`);
+}
+
+/**
+ * The span files of a directory's finished captures (a capture key with its manifest
+ * present), by key, read after the run's own span files as the span reader does. The
+ * binding's span listing leaves them out (`spanFiles`), so they are found here the way
+ * crates/rlprobe-core/src/spans/capture_file.rs `capture_span_paths` finds them. A span
+ * file that is not a regular file (a FIFO would hang a read) makes the table unreadable,
+ * naming it.
+ */
+function captureSpanFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const key of captureKeys(dir).finished) {
+    if (!isCaptureKey(key)) continue;
+    const file = path.join(captureDir(dir, key), 'spans.parquet');
+    try {
+      lstatSync(file);
+    } catch {
+      continue; // a capture without spans
+    }
+    let regular = false;
+    try {
+      regular = statSync(file).isFile();
+    } catch {
+      // a dangling symlink: not a regular file
+    }
+    if (!regular) throw new RlprobeError('RLPROBE_IO', `${file} is not a regular file: move it out of the run directory to read the spans`);
+    out.push(file);
+  }
+  return out;
+}
