@@ -6,11 +6,19 @@ const LABEL = { critical: 'CRITICAL', warn: 'WARN', info: 'INFO' } as const;
 const INDENT = ' '.repeat(10);
 
 /**
+ * A finding's confidence as every surface prints it (`probe doctor`, the report's HTML and
+ * Markdown): a whole percent, `96%`.
+ */
+export function formatConfidence(confidence: number): string {
+  return Number.isFinite(confidence) ? `${Math.round(confidence * 100)}%` : String(confidence);
+}
+
+/**
  * One finding for a person: the headline, then the remedy — or, when its root cause is
  * listed too (`shown`), a pointer to it instead of a second remedy.
  */
 export function formatFinding(f: Finding, shown: ReadonlySet<string> = new Set()): string {
-  const head = `${LABEL[f.severity].padEnd(8)}  ${f.code}  onset ~step ${f.onset_step}  confidence ${Math.round(f.confidence * 100)}%  ${line(f.message)}`;
+  const head = `${LABEL[f.severity].padEnd(8)}  ${f.code}  onset ~step ${f.onset_step}  confidence ${formatConfidence(f.confidence)}  ${line(f.message)}`;
   const lines = [head];
   if (f.root_cause && shown.has(f.root_cause)) lines.push(`${INDENT}root cause: ${f.root_cause} (same physics; its remedy applies)`);
   else {

@@ -8,6 +8,7 @@ import { processAlive } from '../process/alive.js';
 import { RunReader } from '../reader/run-reader.js';
 import { diagnose } from './diagnose.js';
 import { atLeast, SEVERITY_RANK } from './finding.js';
+import { formatConfidence } from './format.js';
 import type { Finding, Severity } from './finding.js';
 
 export interface WatchOptions {
@@ -124,7 +125,7 @@ export class RunWatcher {
   /** Records `auto_halt` in the run and carries out the halt actions. */
   private halt(runDir: string, f: Finding): string[] {
     const actions: string[] = [];
-    const message = `halted by ${f.code} (${f.severity}, confidence ${Math.round(f.confidence * 100)}%): ${f.message}`;
+    const message = `halted by ${f.code} (${f.severity}, confidence ${formatConfidence(f.confidence)}): ${f.message}`;
     const data = { signature_id: f.code, finding: f, by: 'probe watch', halt_pid: this.options.haltPid ?? null, halt_command: this.options.haltCommand ?? null };
     const line = JSON.stringify({ timestamp: Date.now() / 1000, kind: 'auto_halt', step: f.last_step, rank: 0, message, data });
     try {

@@ -1,4 +1,5 @@
 import { RlprobeError } from '../errors.js';
+import { formatConfidence } from '../doctor/format.js';
 import { atLeast, findingOf } from '../doctor/finding.js';
 import type { Finding } from '../doctor/finding.js';
 import type { NativeFinding, NativeRecorder } from '../native.js';
@@ -111,7 +112,7 @@ export class LiveDoctorHooks {
     const { haltOn, minConfidence } = this.policy;
     if (this.haltedBy || haltOn === 'never' || !atLeast(f, haltOn) || f.confidence < minConfidence) return;
     this.haltedBy = f;
-    const message = `halted by ${f.code} (${f.severity}, confidence ${Math.round(f.confidence * 100)}%): ${f.message}`;
+    const message = `halted by ${f.code} (${f.severity}, confidence ${formatConfidence(f.confidence)}): ${f.message}`;
     // `signature_id` is the key the Python package's auto_halt events carry
     this.log(DOCTOR_EVENT_KINDS.autoHalt, { step: f.last_step, message, data: { signature_id: f.code, finding: f } });
     this.controller.abort(new RlprobeError('RLPROBE_AUTO_HALT', message));
