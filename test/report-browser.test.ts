@@ -1,10 +1,12 @@
 /// <reference lib="dom" />
 /**
- * `probe report` in a real browser (issue 5): the HTML opened from disk in headless
+ * `probe report` in a real browser (issues 5 and 20): the HTML opened from disk in headless
  * Chromium (Debian's `chromium`, driven by playwright-core; `.ci/run` installs it). Every
  * chart must have drawn its lines, no console error, the findings' marks present and
- * clickable, the hostile sample inert. Screenshots land in test-output/ (a CI artifact).
- * Without Chromium the suite is skipped locally and fails under CI=true.
+ * clickable, the hostile sample inert, the evidence and each step's first sample open, the
+ * reward's spread a band around its mean (no second axis), and a report of several runs a
+ * line and a legend entry per run in distinct colours. Screenshots land in test-output/ (a
+ * CI artifact). Without Chromium the suite is skipped locally and fails under CI=true.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -17,6 +19,8 @@ import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
 
 import { RunReader, buildReport, renderHtml } from '../ts/index.js';
+import { renderRunsHtml } from '../ts/report/runs-html.js';
+import { buildRunsReport } from '../ts/report/runs-report.js';
 import { ROOT, cleanupTempDirs, tempDir } from './helpers/fixtures.js';
 import { recordReportRun } from './helpers/report-runs.js';
 
@@ -27,6 +31,8 @@ const skip = CHROMIUM === undefined && !process.env.CI ? 'Chromium not installed
 let context: BrowserContext;
 let reportFile = '';
 let againstFile = '';
+let defaultFile = '';
+let runsFile = '';
 
 before(async () => {
   if (skip) return;
@@ -39,6 +45,10 @@ before(async () => {
   writeFileSync(reportFile, renderHtml(await buildReport(RunReader.open(run), { steps: [0, 260, 300, 399] })));
   againstFile = path.join(dir, 'against.html');
   writeFileSync(againstFile, renderHtml(await buildReport(RunReader.open(baseline), { against: RunReader.open(run) })));
+  defaultFile = path.join(dir, 'default.html');
+  writeFileSync(defaultFile, renderHtml(await buildReport(RunReader.open(run))));
+  runsFile = path.join(dir, 'runs.html');
+  writeFileSync(runsFile, renderRunsHtml(await buildRunsReport([RunReader.open(run), RunReader.open(baseline)])));
   mkdirSync(OUTPUT, { recursive: true });
   context = await chromium.launchPersistentContext(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-chromium-')), {
     executablePath: CHROMIUM,
@@ -67,6 +77,8 @@ async function open(file: string): Promise<Opened> {
   const requests: string[] = [];
   const dialogs: string[] = [];
   page.on('console', (m) => {
+    // the tests' own pixel reads (getImageData) draw Chrome's readback hint: not the page's
+    if (m.type() === 'warning' && m.text().includes('willReadFrequently')) return;
     if (m.type() === 'error' || m.type() === 'warning') errors.push(`${m.type()}: ${m.text()}`);
   });
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
@@ -80,22 +92,62 @@ async function open(file: string): Promise<Opened> {
   return { page, errors, requests, dialogs };
 }
 
-/** Per chart: whether it rendered, and how many canvas pixels carry its first series' colour. */
-function chartPixels(page: Page): Promise<Array<{ id: string; rendered: string | undefined; width: number; inked: number }>> {
-  return page.evaluate(() =>
-    Array.from(document.querySelectorAll<HTMLElement>('.chart[data-chart]')).map((el) => {
-      const canvas = el.querySelector('canvas');
-      let inked = 0;
-      if (canvas && canvas.width > 0) {
-        const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
-        // the first series is drawn in #1f77b4 (31, 119, 180)
-        for (let i = 0; i < px.length; i += 4) {
-          if (px[i + 3] > 0 && Math.abs(px[i] - 31) < 40 && Math.abs(px[i + 1] - 119) < 40 && Math.abs(px[i + 2] - 180) < 40) inked++;
+/**
+ * Per chart: whether it rendered, and how many canvas pixels carry a series' colour (the
+ * first's: #1f77b4) opaquely: a line, not a band's translucent fill.
+ */
+function chartPixels(page: Page, rgb: [number, number, number] = [31, 119, 180]): Promise<Array<{ id: string; rendered: string | undefined; width: number; inked: number }>> {
+  return page.evaluate(
+    ([r, g, b]) =>
+      Array.from(document.querySelectorAll<HTMLElement>('.chart[data-chart]')).map((el) => {
+        const canvas = el.querySelector('canvas');
+        let inked = 0;
+        if (canvas && canvas.width > 0) {
+          const px = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+          for (let i = 0; i < px.length; i += 4) {
+            if (px[i + 3] > 128 && Math.abs(px[i] - r) < 40 && Math.abs(px[i + 1] - g) < 40 && Math.abs(px[i + 2] - b) < 40) inked++;
+          }
         }
-      }
-      return { id: el.closest('figure')!.id, rendered: el.dataset.rendered, width: canvas?.width ?? 0, inked };
-    }),
+        return { id: el.closest('figure')!.id, rendered: el.dataset.rendered, width: canvas?.width ?? 0, inked };
+      }),
+    rgb,
   );
+}
+
+/**
+ * A chart's canvas (transparent: the page is its background), column by column: where the
+ * mean's line is (#1f77b4, opaque) and how far the band's fill (#1f77b4 at 14 % opacity)
+ * reaches above and below it.
+ */
+function bandAroundLine(page: Page, chart: string): Promise<{ columns: number; inside: number; bandRows: number }> {
+  return page.evaluate((id) => {
+    const canvas = document.querySelector<HTMLCanvasElement>(`#${id} canvas`)!;
+    const { width, height } = canvas;
+    const px = canvas.getContext('2d')!.getImageData(0, 0, width, height).data;
+    let columns = 0;
+    let inside = 0;
+    let bandRows = 0;
+    for (let x = 0; x < width; x++) {
+      let top = Infinity;
+      let bottom = -Infinity;
+      const line: number[] = [];
+      for (let y = 0; y < height; y++) {
+        const i = 4 * (y * width + x);
+        // (no helper functions: the page runs this source as is, without the test's transpiler helpers)
+        if (Math.abs(px[i] - 31) >= 40 || Math.abs(px[i + 1] - 119) >= 40 || Math.abs(px[i + 2] - 180) >= 40) continue;
+        if (px[i + 3] >= 20 && px[i + 3] <= 60) {
+          top = Math.min(top, y);
+          bottom = Math.max(bottom, y);
+          bandRows++;
+        } else if (px[i + 3] > 200) line.push(y);
+      }
+      if (line.length === 0 || top > bottom) continue;
+      columns++;
+      const mid = line[line.length >> 1];
+      if (mid >= top && mid <= bottom) inside++;
+    }
+    return { columns, inside, bandRows };
+  }, chart);
 }
 
 describe('probe report in Chromium', { skip }, () => {
@@ -141,6 +193,84 @@ describe('probe report in Chromium', { skip }, () => {
     assert.match((await samples.first().textContent())!, /truncated\s*yes/);
     assert.deepEqual(errors, []);
     await page.screenshot({ path: path.join(OUTPUT, 'report-finding.png') });
+    await page.close();
+  });
+
+  test("the evidence samples and each step's first sample are open; the first samples section is the first finding's onset", async () => {
+    const { page, errors } = await open(defaultFile);
+    const first = page.locator('.forensic-step').first();
+    assert.match((await first.locator('p.muted').first().textContent())!, /^onset of /);
+    for (const step of await page.locator('.forensic-step').all()) {
+      const cards = step.locator('details.texts');
+      assert.ok((await cards.count()) > 1);
+      assert.equal(await cards.first().evaluate((d) => (d as HTMLDetailsElement).open), true);
+      assert.ok(await cards.first().locator('pre.text').first().isVisible(), 'the first card\'s text is on the page');
+      assert.equal(await cards.nth(1).evaluate((d) => (d as HTMLDetailsElement).open), false);
+    }
+    // a finding opened: its evidence samples' texts are there without another click
+    const finding = page.locator('details.finding').first();
+    await finding.locator(':scope > summary').click();
+    const evidence = finding.locator('.sample details.texts');
+    assert.ok((await evidence.count()) > 0);
+    for (const d of await evidence.all()) assert.ok(await d.locator('pre.text').first().isVisible());
+    assert.deepEqual(errors, []);
+    await page.screenshot({ path: path.join(OUTPUT, 'report-samples-open.png') });
+    await page.close();
+  });
+
+  test('the reward spread is a band around the mean on the reward axis, not a line on a second axis', async () => {
+    const { page, errors } = await open(reportFile);
+    const reward = page.locator('#chart-reward');
+    // the step axis and the reward axis: no right axis
+    assert.equal(await reward.locator('.u-axis').count(), 2);
+    const legend = await reward
+      .locator('.u-legend .u-series')
+      .evaluateAll((rows) => rows.filter((r) => getComputedStyle(r).display !== 'none').map((r) => r.querySelector('.u-label')!.textContent));
+    assert.deepEqual(legend.slice(1), ['reward_mean', 'reward_mean ± reward_std']);
+    const band = await bandAroundLine(page, 'chart-reward');
+    assert.ok(band.bandRows > 2000, `band fill: ${band.bandRows} pixels`);
+    assert.ok(band.columns > 300, `${band.columns} columns hold the line and the band`);
+    assert.ok(band.inside / band.columns > 0.95, `the mean is inside its band in ${band.inside} of ${band.columns} columns`);
+    await reward.screenshot({ path: path.join(OUTPUT, 'report-reward-band.png') });
+    // hiding the band from the legend hides both its edges
+    await reward.locator('.u-legend .u-series:not(.band-lower)', { hasText: '± reward_std' }).locator('th').click();
+    const hidden = (await bandAroundLine(page, 'chart-reward')).bandRows;
+    // what is left is the line's anti-aliased edge
+    assert.ok(hidden < band.bandRows / 10, `the band is gone: ${hidden} of ${band.bandRows} pixels left`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('several runs: a line and a legend entry per run in distinct colours, each run\'s findings marked with its name', async () => {
+    const { page, errors } = await open(runsFile);
+    assert.equal(await page.getAttribute('body', 'data-charts-failed'), '0');
+    const reward = page.locator('#chart-metric-reward-mean');
+    const rows = reward.locator('.u-legend .u-series');
+    const visible = await rows.evaluateAll((rs) =>
+      rs.filter((r) => getComputedStyle(r).display !== 'none').map((r) => ({ label: r.querySelector('.u-label')!.textContent, colour: getComputedStyle(r.querySelector('.u-marker')!).borderColor })),
+    );
+    assert.deepEqual(visible.slice(1).map((v) => v.label), ['browser', 'baseline', 'browser ± reward_std', 'baseline ± reward_std']);
+    assert.notEqual(visible[1].colour, visible[2].colour);
+    // each run's line is drawn in its colour (#1f77b4, #2ca02c)
+    for (const rgb of [[31, 119, 180], [44, 160, 44]] as Array<[number, number, number]>) {
+      const charts = await chartPixels(page, rgb);
+      const c = charts.find((x) => x.id === 'chart-metric-reward-mean')!;
+      assert.ok(c.rendered === 'true' && c.inked > 100, `${rgb}: ${JSON.stringify(c)}`);
+    }
+    // the swatches in the runs table are the lines' colours
+    const swatches = await page.locator('table.runs .swatch').evaluateAll((s) => s.map((x) => getComputedStyle(x).backgroundColor));
+    assert.deepEqual(swatches, ['rgb(31, 119, 180)', 'rgb(44, 160, 44)']);
+    // a finding's mark names its run and opens that run's finding
+    const mark = page.locator('#chart-metric-truncation-rate .mark', { hasText: 'browser: TRUNCATION_COLLAPSE' });
+    assert.equal(await mark.count(), 1);
+    const target = (await mark.getAttribute('data-target'))!;
+    assert.match(target, /^run1-finding-\d+$/);
+    await mark.click();
+    assert.equal(await page.locator(`#${target}`).evaluate((d) => (d as HTMLDetailsElement).open), true);
+    assert.deepEqual(errors, []);
+    await page.locator('#charts').screenshot({ path: path.join(OUTPUT, 'report-runs.png') });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(OUTPUT, 'report-runs-top.png') });
     await page.close();
   });
 

@@ -73,7 +73,8 @@ export function registerResources(server: McpServer, ctx: ToolContext): void {
       description: 'The Markdown report of a run: findings, headline series with sparklines, events (probe report --format md)',
       mimeType: 'text/markdown',
       read: async (runPath, uri) => {
-        const md = renderMarkdown(await buildReport(openRun(ctx, runPath).reader));
+        // the client reads it on this machine, not beside a saved file: absolute links
+        const md = renderMarkdown(await buildReport(openRun(ctx, runPath).reader), { linkBase: null });
         return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: bounded(md, ctx.budget) }] };
       },
     },

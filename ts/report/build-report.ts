@@ -24,8 +24,9 @@ import type { StoredSampleRecord } from '../schema/sample-record.js';
 import { RlprobeError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { chartGroups } from './chart-groups.js';
-import type { ChartSpec } from './chart-groups.js';
-import { DEFAULT_BUCKETS, downsample, stepRows } from './downsample.js';
+import type { BandSpec, ChartSeriesSpec, ChartSpec } from './chart-groups.js';
+import { seriesColour } from './colours.js';
+import { DEFAULT_BUCKETS, downsample, downsampleBand, stepRows } from './downsample.js';
 import { trialLinks } from './trial-links.js';
 import type { ReportTrials } from './trial-links.js';
 import { chooseSteps, evidenceSamples, evidenceSteps, sampleSpanTrees, samplesAt, stepSamples } from './forensics.js';
@@ -78,7 +79,26 @@ export interface ChartMark {
   target: string;
 }
 
-export interface ReportChart extends ChartSpec {
+export interface ReportSeries extends ChartSeriesSpec {
+  color: string;
+  /** On a chart of several runs: the index of the run this line is. */
+  run?: number;
+}
+
+/** A band mean ± spread around series `of`, downsampled like the lines. */
+export interface ReportBand extends BandSpec {
+  color: string;
+  /** On a chart of several runs: the index of the run this band is. */
+  run?: number;
+  /** The spread itself (for the legend), and the band's edges. */
+  values: Array<number | null>;
+  lo: Array<number | null>;
+  hi: Array<number | null>;
+}
+
+export interface ReportChart extends Omit<ChartSpec, 'series' | 'bands'> {
+  series: ReportSeries[];
+  bands: ReportBand[];
   /** Which x axis of `RunReport.x` the values align to. */
   x: 'run' | 'diff';
   values: Array<Array<number | null>>;
@@ -164,6 +184,9 @@ export interface RunReport {
   foreign_files: SkippedRunFile[];
 }
 
+/** A run's report without its charts: one run of several on a page, whose charts are merged. */
+export type RunFacts = Omit<RunReport, 'charts' | 'x' | 'diff'>;
+
 /** Where (by step) an event without one happened: the last step logged at or before it. */
 function stepAtTime(steps: Float64Array, times: Float64Array): (t: number) => number | null {
   let idx: number[] | null = null;
@@ -230,7 +253,7 @@ function extent(steps: Float64Array): [number, number] | null {
 function findingMarks(charts: ReportChart[], findings: Finding[]): void {
   findings.forEach((f, i) => {
     const mark: ChartMark = { step: f.onset_step, to: f.last_step, label: f.code, kind: f.severity, target: `finding-${i}` };
-    const on = charts.filter((c) => c.series.some((s) => f.columns.includes(s.column)));
+    const on = charts.filter((c) => [...c.series, ...c.bands].some((s) => f.columns.includes(s.column)));
     for (const c of on.length ? on : charts.slice(0, 1)) c.marks.push(mark);
   });
 }
@@ -250,9 +273,10 @@ function diffCharts(d: RunDiff, va: RunView, vb: RunView, buckets: number): { x:
     title: m.metric,
     axes: [m.metric, null],
     series: [
-      { column: m.metric, label: 'A', axis: 0 },
-      { column: m.metric, label: 'B', axis: 0 },
+      { column: m.metric, label: 'A', axis: 0, color: seriesColour(0) },
+      { column: m.metric, label: 'B', axis: 0, color: seriesColour(1) },
     ],
+    bands: [],
     x: 'diff',
     values: [ds.ys[2 * k], ds.ys[2 * k + 1]],
     marks: m.divergence
@@ -288,12 +312,24 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
 
   progress('downsampling charts');
   const specs = chartGroups(view);
-  const columns = [...new Set(specs.flatMap((c) => c.series.map((s) => s.column)))];
+  const columns = [...new Set(specs.flatMap((c) => [...c.series, ...c.bands].map((s) => s.column)))];
   const rows = stepRows(view.steps);
   const ds = downsample(view.steps, columns.map((c) => view.series(c)), buckets, rows);
   const byColumn = new Map(columns.map((c, k) => [c, ds.ys[k]]));
   const summaries = Object.fromEntries(columns.map((c) => [c, summarise(view, c, rows)]));
-  const charts: ReportChart[] = specs.map((spec) => ({ ...spec, x: 'run', values: spec.series.map((s) => byColumn.get(s.column)!), marks: [] }));
+  const charts: ReportChart[] = specs.map((spec) => ({
+    ...spec,
+    series: spec.series.map((s, k) => ({ ...s, color: seriesColour(k) })),
+    bands: spec.bands.map((b) => ({
+      ...b,
+      color: seriesColour(b.of),
+      values: byColumn.get(b.column)!,
+      ...downsampleBand(view.steps, view.series(spec.series[b.of].column), view.series(b.column), buckets, rows),
+    })),
+    x: 'run',
+    values: spec.series.map((s) => byColumn.get(s.column)!),
+    marks: [],
+  }));
 
   progress('reading samples');
   const range = extent(view.steps);

@@ -103,3 +103,53 @@ export function downsample(steps: ArrayLike<number>, series: ArrayLike<number>[]
   });
   return { x, ys, rows: n, reduced: true };
 }
+
+export interface DownsampledBand {
+  /** mean − spread and mean + spread, aligned to `downsample`'s x; null where either is missing. */
+  lo: Array<number | null>;
+  hi: Array<number | null>;
+}
+
+/**
+ * The band mean ± spread around a charted mean, on the x `downsample` gives the same rows
+ * and buckets: each row's bounds when nothing is reduced, else each bucket's lowest
+ * mean − spread and highest mean + spread at both its points, so the band covers every row
+ * it stands for. Computed row by row: nothing the size of the run is allocated.
+ */
+export function downsampleBand(
+  steps: ArrayLike<number>,
+  mean: ArrayLike<number>,
+  spread: ArrayLike<number>,
+  buckets = DEFAULT_BUCKETS,
+  rows: Int32Array | null = stepRows(steps),
+): DownsampledBand {
+  const n = rows === null ? steps.length : rows.length;
+  const row = (i: number) => (rows === null ? i : rows[i]);
+  const bounds = (from: number, to: number): [number, number] | null => {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let i = from; i < to; i++) {
+      const r = row(i);
+      const m = mean[r];
+      // a spread logged negative (a sign slip) still draws its band
+      const s = Math.abs(spread[r]);
+      if (!Number.isFinite(m) || !Number.isFinite(s)) continue;
+      if (m - s < lo) lo = m - s;
+      if (m + s > hi) hi = m + s;
+    }
+    return lo <= hi ? [compact(lo), compact(hi)] : null;
+  };
+  const reduced = n > 2 * buckets;
+  const cells = reduced ? buckets : n;
+  const lo = new Array<number | null>(reduced ? 2 * buckets : n);
+  const hi = new Array<number | null>(lo.length);
+  for (let b = 0; b < cells; b++) {
+    const got = reduced ? bounds(Math.floor((b * n) / buckets), Math.floor(((b + 1) * n) / buckets)) : bounds(b, b + 1);
+    const points = reduced ? [2 * b, 2 * b + 1] : [b];
+    for (const p of points) {
+      lo[p] = got ? got[0] : null;
+      hi[p] = got ? got[1] : null;
+    }
+  }
+  return { lo, hi };
+}

@@ -38,21 +38,28 @@ function firstAtOrAfter(xs: number[], x: number): number | null {
 }
 
 /**
- * Steps to show samples of: those asked for, else the first and last sampled steps (the
- * baseline and where the run is now) and the first sampled step at or after the onset of
- * each of the most severe findings. `sampled`: the run's sampled steps, ascending.
+ * Steps to show samples of: those asked for, else the first sampled step at or after the
+ * onset of each of the most severe findings and the first and last sampled steps (the
+ * baseline and where the run is now). The findings' steps come first, most severe first (a
+ * reader opens the report for them), then the others by step. `sampled`: the run's sampled
+ * steps, ascending.
  */
 export function chooseSteps(findings: Finding[], sampled: number[], asked?: number[]): ChosenStep[] {
   if (asked && asked.length > 0) return [...new Set(asked)].sort((a, b) => a - b).map((step) => ({ step, why: ['asked for'] }));
   if (sampled.length === 0) return [];
-  const picked = new Map<number, string[]>();
-  const pick = (step: number | null, why: string) => {
-    if (step !== null) picked.set(step, [...(picked.get(step) ?? []), why]);
+  const picked = new Map<number, { why: string[]; finding: number }>();
+  const pick = (step: number | null, why: string, finding = Infinity) => {
+    if (step === null) return;
+    const p = picked.get(step);
+    if (p) {
+      p.why.push(why);
+      p.finding = Math.min(p.finding, finding);
+    } else picked.set(step, { why: [why], finding });
   };
+  findings.slice(0, FINDING_STEPS).forEach((f, i) => pick(firstAtOrAfter(sampled, f.onset_step), `onset of ${f.code} (step ${f.onset_step})`, i));
   pick(sampled[0], 'first sampled step');
-  for (const f of findings.slice(0, FINDING_STEPS)) pick(firstAtOrAfter(sampled, f.onset_step), `onset of ${f.code} (step ${f.onset_step})`);
   pick(sampled[sampled.length - 1], 'last sampled step');
-  return [...picked.entries()].sort((a, b) => a[0] - b[0]).map(([step, why]) => ({ step, why }));
+  return [...picked.entries()].sort((a, b) => a[1].finding - b[1].finding || a[0] - b[0]).map(([step, p]) => ({ step, why: p.why }));
 }
 
 /** Every sample stored at `steps`, by step, read in one pass over the files. */

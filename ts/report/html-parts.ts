@@ -1,6 +1,8 @@
 /** Small HTML builders the report's sections share: escaping, numbers, tables, samples. */
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { SpanTreeNode } from '../schema/span-record.js';
+import { fileHref } from './file-links.js';
+import type { LinkBase } from './file-links.js';
 import type { ReportTrial } from './trial-links.js';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -37,21 +39,37 @@ function chip(label: string, value: string, cls = ''): string {
 }
 
 /**
- * One sample: its figures as chips, the full prompt and completion behind a disclosure
- * (never cut: this is where a person reads what the policy actually wrote).
+ * A captured trial as one line: name linked to its capture, outcome, rewards, trajectory
+ * size. Links are relative to `links` (the report's directory).
  */
-/** A captured trial as one line: name linked to its capture, outcome, rewards, trajectory size. */
-export function trialLine(t: ReportTrial): string {
+export function trialLine(t: ReportTrial, links: LinkBase): string {
   const rewards = t.rewards ? Object.entries(t.rewards).map(([k, v]) => `${k} ${v === null ? 'NaN' : num(v)}`).join(', ') : 'no reward';
-  const traj = t.trajectory_href ? ` · <a href="${esc(t.trajectory_href)}">trajectory</a> (${esc(t.turns)} turns, ${esc(t.tool_calls)} tool calls)` : '';
+  const traj = t.trajectory ? ` · <a href="${esc(fileHref(t.trajectory, links))}">trajectory</a> (${esc(t.turns)} turns, ${esc(t.tool_calls)} tool calls)` : '';
   const ids = [t.sample_id ? `sample ${t.sample_id}` : '', t.group_id ? `group ${t.group_id}` : ''].filter(Boolean).join(', ');
   return (
-    `<div class="trial"><b>trial</b> <a href="${esc(t.href)}">${esc(t.name)}</a> <span class="${t.outcome.startsWith('failed') ? 'bad' : 'muted'}">${esc(t.outcome)}</span>` +
+    `<div class="trial"><b>trial</b> <a href="${esc(fileHref(t.dir, links))}">${esc(t.name)}</a> <span class="${t.outcome.startsWith('failed') ? 'bad' : 'muted'}">${esc(t.outcome)}</span>` +
     ` · ${esc(rewards)}${traj}${ids ? ` · <span class="muted">${esc(ids)}</span>` : ''} · <span class="muted">probe trial show … ${esc(t.capture_key)}</span></div>`
   );
 }
 
-export function sampleCard(s: StoredSampleRecord, why?: string, tree?: SpanTreeNode, trial?: ReportTrial): string {
+export interface SampleCardOptions {
+  /** Why the doctor cites it (an evidence sample). */
+  why?: string;
+  /** The rollout tree it was logged in. */
+  tree?: SpanTreeNode;
+  /** The trial captured for it, and where its links are relative to. */
+  trial?: ReportTrial;
+  links: LinkBase;
+  /** Show the prompt and completion without a click (evidence, a section's first card). */
+  open?: boolean;
+}
+
+/**
+ * One sample: its figures as chips, the full prompt and completion behind a disclosure
+ * (never cut: this is where a person reads what the policy actually wrote).
+ */
+export function sampleCard(s: StoredSampleRecord, o: SampleCardOptions): string {
+  const { why, tree, trial } = o;
   const chips = [
     chip('step', esc(s.step)),
     chip('id', esc(s.sample_id)),
@@ -74,8 +92,8 @@ export function sampleCard(s: StoredSampleRecord, why?: string, tree?: SpanTreeN
   return (
     `<div class="sample">${why ? `<div class="why">${esc(why)}</div>` : ''}<div class="chips">${chips}</div>` +
     (figures ? `<div class="chips">${figures}</div>` : '') +
-    (hasText ? `<details class="texts"><summary>prompt and completion</summary>${text('prompt', s.prompt_text)}${text('completion', s.completion_text)}</details>` : '') +
-    (trial ? trialLine(trial) : '') +
+    (hasText ? `<details class="texts"${o.open ? ' open' : ''}><summary>prompt and completion</summary>${text('prompt', s.prompt_text)}${text('completion', s.completion_text)}</details>` : '') +
+    (trial ? trialLine(trial, o.links) : '') +
     (tree ? spanTreeBlock(tree, s.span_id) : s.span_id ? `<div class="muted">span ${esc(s.span_id)} (not recorded)</div>` : '') +
     `</div>`
   );

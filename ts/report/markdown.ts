@@ -3,10 +3,20 @@
  * findings, the headline series as numbers and sparklines, events, the diff's verdict, and
  * a link to the HTML report.
  */
+import { formatConfidence } from '../doctor/format.js';
 import type { RunReport } from './build-report.js';
+import { fileHref } from './file-links.js';
+import type { LinkBase } from './file-links.js';
 import { num } from './html-parts.js';
 
 const BARS = '▁▂▃▄▅▆▇█';
+
+/**
+ * A range this small next to the values' magnitude is float rounding (the means of 0.1 over
+ * 3 and over 4 values differ in the last bit), not a change: stretched to the full height
+ * it would draw a constant series as noise. The charts keep 6 significant digits.
+ */
+const FLAT_RELATIVE = 1e-9;
 
 /** A sparkline of `values` (nulls skipped) in `width` cells, each the mean of its share. */
 export function sparkline(values: Array<number | null>, width = 24): string {
@@ -20,16 +30,17 @@ export function sparkline(values: Array<number | null>, width = 24): string {
   }
   const lo = Math.min(...cells);
   const hi = Math.max(...cells);
-  return cells.map((v) => BARS[hi > lo ? Math.round(((v - lo) / (hi - lo)) * (BARS.length - 1)) : 0]).join('');
+  const flat = hi - lo <= FLAT_RELATIVE * Math.max(Math.abs(lo), Math.abs(hi));
+  return cells.map((v) => BARS[flat ? 0 : Math.round(((v - lo) / (hi - lo)) * (BARS.length - 1))]).join('');
 }
 
 /** A table cell: pipes and newlines would break the row. */
-function cell(s: unknown): string {
+export function cell(s: unknown): string {
   return String(s).replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
 }
 
 /** Series a reader scans first, in this order; reward components follow. */
-const HEADLINE = [
+export const HEADLINE = [
   'reward_mean', 'reward_std', 'kl_mean', 'entropy_mean', 'clip_fraction', 'adv_zero_frac', 'zero_variance_group_frac',
   'value_explained_variance', 'completion_len_mean', 'max_len_hit_frac', 'truncation_rate', 'loss', 'grad_norm', 'lr',
   'nan_count', 'step_time_s',
@@ -38,6 +49,38 @@ const HEADLINE = [
 export interface MarkdownOptions {
   /** Where the HTML report is (a path relative to the Markdown, or a URL). */
   htmlLink?: string;
+  /**
+   * The directory the Markdown is read from: links to the run's files (captured trials) are
+   * relative to it. Default: the current directory; null: absolute `file://` URLs.
+   */
+  linkBase?: LinkBase;
+}
+
+/** A finding's row in a findings table (see findingsHeader). */
+export function findingRow(f: RunReport['diagnosis']['findings'][number]): string {
+  return `| ${f.severity} | **${f.code}** | ${f.onset_step}–${f.last_step} | ${formatConfidence(f.confidence)} | ${cell(f.message)} |`;
+}
+
+/** Events worth a line of their own: how a run ended badly or was stopped. */
+export const NOTABLE_EVENT = /crash|signal|auto_halt|error/;
+
+export const FINDINGS_HEADER = ['| severity | signature | steps | confidence | what |', '|---|---|---|---|---|'];
+
+/** Every charted series by column, the spreads drawn as bands included (their own values). */
+export function seriesValues(r: RunReport): Map<string, Array<number | null>> {
+  const values = new Map<string, Array<number | null>>();
+  for (const c of r.charts) {
+    c.series.forEach((s, k) => values.set(s.column, c.values[k]));
+    for (const b of c.bands) values.set(b.column, b.values);
+  }
+  return values;
+}
+
+/** The columns of the key-series table: the headline ones, then the reward components. */
+export function keyColumns(columns: Iterable<string>): string[] {
+  const all = [...columns];
+  const present = new Set(all);
+  return [...HEADLINE.filter((c) => present.has(c)), ...all.filter((c) => c.startsWith('reward_component.'))];
 }
 
 export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): string {
@@ -57,17 +100,16 @@ export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): str
   if (d.findings.length === 0) {
     out.push(`No problems found in ${d.points.toLocaleString('en-US')} logged points (${d.ran.length} detectors ran).`);
   } else {
-    out.push('| severity | signature | steps | confidence | what |', '|---|---|---|---|---|');
-    for (const f of d.findings) out.push(`| ${f.severity} | **${f.code}** | ${f.onset_step}–${f.last_step} | ${num(f.confidence)} | ${cell(f.message)} |`);
+    out.push(...FINDINGS_HEADER);
+    for (const f of d.findings) out.push(findingRow(f));
     out.push('');
     for (const f of d.findings) out.push(`- **${f.code}**: ${cell(f.remedy)}${f.root_cause ? ` (a consequence of ${f.root_cause})` : ''}`);
   }
   if (d.skipped.length) out.push('', `${d.skipped.length} detector(s) had no usable input: ${d.skipped.map((s) => s.detector).join(', ')}.`);
   out.push('');
 
-  const values = new Map<string, Array<number | null>>();
-  for (const c of r.charts) c.series.forEach((s, k) => values.set(s.column, c.values[k]));
-  const columns = [...HEADLINE.filter((c) => values.has(c)), ...[...values.keys()].filter((c) => c.startsWith('reward_component.'))];
+  const values = seriesValues(r);
+  const columns = keyColumns(values.keys());
   if (columns.length) {
     out.push('## Key series', '', '| metric | first | last | min | max | trend |', '|---|---:|---:|---:|---:|---|');
     for (const c of columns) {
@@ -83,7 +125,8 @@ export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): str
     for (const [, list] of trialSteps) {
       for (const t of list) {
         const rewards = t.rewards ? Object.entries(t.rewards).map(([k, v]) => `${k} ${num(v)}`).join(', ') : '—';
-        out.push(`| ${t.step} | [${cell(t.name)}](${t.href}) | ${cell(t.outcome)} | ${cell(rewards)} | ${cell(t.sample_id ?? '—')} | ${t.turns} |`);
+        const href = fileHref(t.dir, options.linkBase === undefined ? process.cwd() : options.linkBase);
+        out.push(`| ${t.step} | [${cell(t.name)}](${href}) | ${cell(t.outcome)} | ${cell(rewards)} | ${cell(t.sample_id ?? '—')} | ${t.turns} |`);
       }
     }
     out.push('');
@@ -91,7 +134,7 @@ export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): str
 
   if (r.events.total) {
     out.push('## Events', '', Object.entries(r.events.by_kind).map(([k, n]) => `${k} ×${n}`).join(' · '));
-    const notable = r.events.listed.filter((e) => /crash|signal|auto_halt|error/.test(e.kind));
+    const notable = r.events.listed.filter((e) => NOTABLE_EVENT.test(e.kind));
     for (const e of notable) out.push(`- ${e.kind}${e.at_step !== null ? ` at step ${e.at_step}` : ''}: ${cell(e.message)}`);
     out.push('');
   }

@@ -3,7 +3,7 @@
  * `sample_id` a capture was labelled with shows that trial (outcome, rewards, trajectory)
  * on its card, and each shown step lists every trial captured there.
  */
-import { pathToFileURL } from 'node:url';
+import path from 'node:path';
 
 import type { RunReader } from '../reader/run-reader.js';
 import type { TrialCapture } from '../reader/trial-reader.js';
@@ -20,10 +20,13 @@ export interface ReportTrial {
   rewards: Record<string, number | null> | null;
   turns: number;
   tool_calls: number;
-  /** `file://` URL of the capture directory (the report opens offline, next to the run). */
-  href: string;
-  /** `file://` URL of its main trajectory, when one was collected. */
-  trajectory_href: string | null;
+  /**
+   * The capture directory, absolute: the page links it relative to where the report is
+   * written (see file-links.ts), so the report opens offline next to the run.
+   */
+  dir: string;
+  /** Its main trajectory file (absolute), when one was collected. */
+  trajectory: string | null;
   rollout_span_id: string;
 }
 
@@ -49,8 +52,8 @@ function linkOf(t: TrialCapture): ReportTrial {
     rewards: t.trial.rewards,
     turns: t.trajectories.reduce((n, x) => n + x.turns, 0),
     tool_calls: t.trajectories.reduce((n, x) => n + x.tool_calls, 0),
-    href: pathToFileURL(t.dir).href,
-    trajectory_href: main ? pathToFileURL(`${t.files_dir}/${main.path}`).href : null,
+    dir: path.resolve(t.dir),
+    trajectory: main ? path.resolve(t.files_dir, main.path) : null,
     rollout_span_id: t.spans.rollout_span_id,
   };
 }

@@ -1,11 +1,11 @@
 // The report's own script, inlined into the HTML next to uPlot (ts/report/html.ts).
-// It draws each chart from the embedded data, marks findings and divergences at their
+// It draws each chart from the embedded data (lines in the colours the report chose, a
+// spread as a band mean ± spread around its mean), marks findings and divergences at their
 // step, and makes a mark open what it points at. Plain ES2020 with no imports: it runs
 // from a file:// page with no network.
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('report-data').textContent);
-  var PALETTE = ['#1f77b4', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22', '#7f7f7f'];
   var MARK_COLORS = { critical: '#d62728', warn: '#ff7f0e', info: '#1f77b4', divergence: '#9467bd' };
   var HEIGHT = 220;
 
@@ -135,17 +135,23 @@
     };
   }
 
+  /** `#rrggbb` at `alpha` (a band's fill and edges). */
+  function rgba(hex, alpha) {
+    var n = parseInt(hex.slice(1), 16);
+    return 'rgba(' + ((n >> 16) & 255) + ',' + ((n >> 8) & 255) + ',' + (n & 255) + ',' + alpha + ')';
+  }
+
   function makeChart(el, chart) {
     var xs = data.x[chart.x];
     var usesRight = chart.series.some(function (s) {
       return s.axis === 1;
     });
     var series = [{ label: 'step' }].concat(
-      chart.series.map(function (s, i) {
+      chart.series.map(function (s) {
         return {
           label: s.label,
           scale: s.axis === 1 ? 'y2' : 'y',
-          stroke: PALETTE[i % PALETTE.length],
+          stroke: s.color,
           width: 1.25,
           spanGaps: true,
           points: { show: false },
@@ -155,19 +161,59 @@
         };
       }),
     );
+    var columns = [xs].concat(chart.values);
+    // each band: its upper and lower edge as two faint series, filled between; the legend
+    // shows the spread itself once (the lower edge's row is hidden, and follows the upper's toggle)
+    var bands = [];
+    var lowerOf = {};
+    chart.bands.forEach(function (b) {
+      var mean = chart.series[b.of];
+      var hi = series.length;
+      series.push({
+        label: b.label,
+        scale: mean.axis === 1 ? 'y2' : 'y',
+        stroke: rgba(b.color, 0.35),
+        width: 1,
+        spanGaps: true,
+        points: { show: false },
+        value: function (u, v, si, idx) {
+          return idx === null || idx === undefined ? '--' : fmt(b.values[idx]);
+        },
+      });
+      series.push({
+        label: b.label + ' (lower edge)',
+        class: 'band-lower',
+        scale: mean.axis === 1 ? 'y2' : 'y',
+        stroke: rgba(b.color, 0.35),
+        width: 1,
+        spanGaps: true,
+        points: { show: false },
+      });
+      columns.push(b.hi, b.lo);
+      lowerOf[hi] = hi + 1;
+      bands.push({ series: [hi, hi + 1], fill: rgba(b.color, 0.14) });
+    });
     var axes = [{ label: 'step' }, { scale: 'y', label: chart.axes[0], size: 64, values: ticks }];
     if (usesRight) axes.push({ scale: 'y2', side: 1, label: chart.axes[1] || '', size: 64, values: ticks, grid: { show: false } });
     var opts = {
       width: Math.max(280, el.clientWidth),
       height: HEIGHT,
       series: series,
+      bands: bands,
       axes: axes,
       scales: { x: { time: false } },
       cursor: { sync: { key: chart.x } },
       legend: { live: true },
+      hooks: {
+        setSeries: [
+          function (u, idx, o) {
+            if (idx !== null && lowerOf[idx] !== undefined && o && o.show !== undefined) u.setSeries(lowerOf[idx], { show: o.show }, false);
+          },
+        ],
+      },
       plugins: [marksPlugin(chart.marks)],
     };
-    return new uPlot(opts, [xs].concat(chart.values), el);
+    return new uPlot(opts, columns, el);
   }
 
   var plots = [];
