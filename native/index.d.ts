@@ -339,9 +339,11 @@ export interface NativeSkippedFile {
 export interface NativeSpanFiles {
   /** The span files read (compacted file, then live parts), without captured trials'. */
   files: Array<string>
+  /** The finished captures' span files, read after `files` (by capture key). */
+  captures: Array<string>
   /** Files in spans/ the recorder did not write (or copies): skipped. */
   foreign: Array<NativeSkippedFile>
-  /** Parts that cannot be read: reading the spans fails on them. */
+  /** Parts and capture span files that cannot be read: reading the spans fails on them. */
   damaged: Array<NativeSkippedFile>
 }
 

@@ -112,24 +112,32 @@ pub fn span_counts(run_dir: String) -> Result<Vec<NativeSpanKindCount>> {
 pub struct NativeSpanFiles {
     /// The span files read (compacted file, then live parts), without captured trials'.
     pub files: Vec<String>,
+    /// The finished captures' span files, read after `files` (by capture key).
+    pub captures: Vec<String>,
     /// Files in spans/ the recorder did not write (or copies): skipped.
     pub foreign: Vec<NativeSkippedFile>,
-    /// Parts that cannot be read: reading the spans fails on them.
+    /// Parts and capture span files that cannot be read: reading the spans fails on them.
     pub damaged: Vec<NativeSkippedFile>,
 }
 
 /// The files holding a run directory's spans, and the files skipped as foreign or damaged.
 #[napi(catch_unwind)]
 pub fn span_files(run_dir: String) -> Result<NativeSpanFiles> {
-    let s = guard(|| rlprobe_core::spans::read::open_sources(&PathBuf::from(run_dir)).map_err(js))?;
+    let dir = PathBuf::from(run_dir);
+    let s = guard(|| rlprobe_core::spans::read::open_sources(&dir).map_err(js))?;
+    let c = guard(|| rlprobe_core::spans::capture_span_files(&dir).map_err(js))?;
     Ok(NativeSpanFiles {
         files: s
             .sources
             .iter()
             .map(|f| f.file.path.display().to_string())
             .collect(),
+        captures: c.files.iter().map(|p| p.display().to_string()).collect(),
         foreign: skipped(&s.foreign),
-        damaged: damaged(&s.damaged),
+        damaged: damaged(&s.damaged)
+            .into_iter()
+            .chain(damaged(&c.damaged))
+            .collect(),
     })
 }
 

@@ -5,16 +5,11 @@
  * of an unfinished compaction and foreign files are left out by the listing itself. A
  * table with a damaged file is unreadable as a whole, never read around it.
  */
-import { lstatSync, statSync } from 'node:fs';
-import path from 'node:path';
-
 import { RlprobeError, native } from '../errors.js';
 import { sampleFiles, spanFiles, stepFiles } from '../native.js';
 import type { NativeSkippedFile } from '../native.js';
 import { recordingDirs } from '../reader/rank-dirs.js';
 import type { FileSurface, SkippedRunFile } from '../reader/run-reader.js';
-import { captureDir, captureKeys } from '../trials/run-store.js';
-import { isCaptureKey } from '../trials/safe-path.js';
 
 export type SqlTable = FileSurface;
 
@@ -79,7 +74,7 @@ export function runSources(runDir: string): RunSources {
     });
     add('spans', rank, dir, () => {
       const l = native(() => spanFiles(dir));
-      return { files: [...l.files, ...captureSpanFiles(dir)], foreign: l.foreign, damaged: l.damaged };
+      return { files: [...l.files, ...l.captures], foreign: l.foreign, damaged: l.damaged };
     });
   }
   return { tables, foreign };
@@ -91,34 +86,4 @@ function damagedError(table: SqlTable, damaged: readonly NativeSkippedFile[]): R
   // the reason names the file when it comes from the file's own check
   const what = first.reason.includes(first.path) ? first.reason : `${first.path}: ${first.reason}`;
   return new RlprobeError('RLPROBE_CORRUPT_FILE', `the ${table} cannot be read: ${what}${more}`);
-}
-
-/**
- * The span files of a directory's finished captures (a capture key with its manifest
- * present), by key, read after the run's own span files as the span reader does. The
- * binding's span listing leaves them out (`spanFiles`), so they are found here the way
- * crates/rlprobe-core/src/spans/capture_file.rs `capture_span_paths` finds them. A span
- * file that is not a regular file (a FIFO would hang a read) makes the table unreadable,
- * naming it.
- */
-function captureSpanFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const key of captureKeys(dir).finished) {
-    if (!isCaptureKey(key)) continue;
-    const file = path.join(captureDir(dir, key), 'spans.parquet');
-    try {
-      lstatSync(file);
-    } catch {
-      continue; // a capture without spans
-    }
-    let regular = false;
-    try {
-      regular = statSync(file).isFile();
-    } catch {
-      // a dangling symlink: not a regular file
-    }
-    if (!regular) throw new RlprobeError('RLPROBE_IO', `${file} is not a regular file: move it out of the run directory to read the spans`);
-    out.push(file);
-  }
-  return out;
 }

@@ -17,6 +17,7 @@ use crate::layout::{CAPTURE_MANIFEST_FILE, CAPTURE_SPANS_FILE, TRIALS_DIR};
 use crate::parquet_io::{arrow_writer, ParquetFile};
 use crate::props::Codec;
 use crate::steps_files::TableSource;
+use crate::stream_files::DamagedFile;
 
 /// A capture key names one directory under `trials/`: letters, digits, `.`, `_`, `-`,
 /// not starting with a dot, at most 200 bytes. Anything else could leave the run directory.
@@ -93,6 +94,27 @@ pub fn capture_span_paths(run_dir: &Path) -> Result<Vec<PathBuf>> {
     }
     paths.sort();
     Ok(paths)
+}
+
+/// The span files of the finished captures that a span read takes, and the ones it would
+/// fail on (a FIFO, a damaged footer): for a caller that reads them with another tool.
+#[derive(Debug, Default)]
+pub struct CaptureSpanFiles {
+    pub files: Vec<PathBuf>,
+    pub damaged: Vec<DamagedFile>,
+}
+
+pub fn capture_span_files(run_dir: &Path) -> Result<CaptureSpanFiles> {
+    let mut out = CaptureSpanFiles::default();
+    for path in capture_span_paths(run_dir)? {
+        match open_capture_source(path.clone()) {
+            Ok(Some(_)) => out.files.push(path),
+            // replaced or removed since the listing: nothing to read
+            Ok(None) => {}
+            Err(error) => out.damaged.push(DamagedFile { path, error }),
+        }
+    }
+    Ok(out)
 }
 
 /// Opens one capture span file as a source beside the run's own span files: `None` when it

@@ -14,7 +14,9 @@ pub mod compact;
 pub mod read;
 pub mod wire;
 
-pub use capture_file::{capture_span_paths, valid_capture_key, write_capture_spans};
+pub use capture_file::{
+    capture_span_files, capture_span_paths, valid_capture_key, write_capture_spans,
+};
 pub use compact::compact_spans;
 pub use read::{read_spans, span_counts, KindCount, SpanFilter, SpanRead};
 pub use wire::{decode_spans, encode_spans, SpanRow, SpanStatus};
