@@ -15,10 +15,12 @@
 use std::fs;
 use std::path::Path;
 
-use arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
+use arrow::datatypes::{FieldRef, Schema, SchemaRef};
 
 use crate::atomic::publish;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::{list_stream_dir, COLUMNS_FILE};
 use crate::parquet_io::{arrow_writer, ParquetFile};
 use crate::props::Codec;
@@ -33,12 +35,27 @@ pub fn union_of(stream: Stream, schemas: &[SchemaRef]) -> Result<SchemaRef> {
     }
 }
 
-/// Publishes `dir/columns.parquet` with `schema` and no rows, atomically.
+/// Publishes `dir/columns.parquet` with `schema` and no rows, atomically, creating `dir`.
 pub fn write_columns_file(dir: &Path, schema: &SchemaRef) -> Result<()> {
-    publish(dir, COLUMNS_FILE, |file, tmp| {
-        let w = arrow_writer(file, tmp, schema.clone(), Codec::default(), Vec::new())?;
-        Ok(((), w.into_inner()?))
-    })
+    let write = || {
+        fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        publish(dir, COLUMNS_FILE, |file, tmp| {
+            let w = arrow_writer(file, tmp, schema.clone(), Codec::default(), Vec::new())?;
+            Ok(((), w.into_inner()?))
+        })
+    };
+    // a compaction of the live run removes an emptied steps/ between our create and the
+    // temporary's creation: try again (as a part write does)
+    let mut result = write();
+    for _ in 0..3 {
+        match &result {
+            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => {
+                result = write()
+            }
+            _ => break,
+        }
+    }
+    result
 }
 
 /// What the writer last published as a directory's `columns.parquet`, kept so that a part
@@ -47,6 +64,8 @@ pub fn write_columns_file(dir: &Path, schema: &SchemaRef) -> Result<()> {
 #[derive(Debug, Default)]
 pub struct ColumnsHead {
     published: Option<SchemaRef>,
+    /// Columns whose type conflict was reported already (once each, not once per part).
+    conflicts: Vec<String>,
 }
 
 impl ColumnsHead {
@@ -59,6 +78,8 @@ impl ColumnsHead {
             Some(s) => s,
             None => on_disk_union(dir, stream)?,
         };
+        // from here on the directory has been read: a failure below is not read again
+        self.published = Some(known.clone());
         let missing_column = part
             .fields()
             .iter()
@@ -68,20 +89,59 @@ impl ColumnsHead {
             self.published = Some(known);
             return Ok(());
         }
-        let union = union_of(stream, &[known.clone(), part.clone()]);
-        // a column whose type conflicts: the head stays as it was (the part is still written)
-        let union = match union {
-            Ok(u) => u,
-            Err(e) => {
-                self.published = Some(known);
-                return Err(e);
+        // a column whose type conflicts with the file's (another writer's part in the
+        // directory): the other new columns still go in, the conflict is reported once
+        let (union, conflict) = union_skipping_conflicts(stream, &known, part);
+        let reported = match &conflict {
+            Some((column, _)) if self.conflicts.contains(column) => true,
+            Some((column, _)) => {
+                self.conflicts.push(column.clone());
+                false
             }
+            None => true,
         };
-        fs::create_dir_all(dir).map_err(|e| crate::error::Error::io("creating", dir, e))?;
-        write_columns_file(dir, &union)?;
-        self.published = Some(union);
-        Ok(())
+        if union.fields().len() > known.fields().len() || !on_disk {
+            write_columns_file(dir, &union)?;
+            self.published = Some(union);
+        }
+        match conflict {
+            Some((_, e)) if !reported => Err(e),
+            _ => Ok(()),
+        }
     }
+}
+
+/// The union of `known` and the part's columns, leaving out a part column whose type
+/// conflicts with the file's (returned with the error).
+fn union_skipping_conflicts(
+    stream: Stream,
+    known: &SchemaRef,
+    part: &SchemaRef,
+) -> (SchemaRef, Option<(String, Error)>) {
+    match union_of(stream, &[known.clone(), part.clone()]) {
+        Ok(u) => (u, None),
+        Err(e) => {
+            let fits: Vec<_> = part
+                .fields()
+                .iter()
+                .filter(|f| union_of(stream, &[known.clone(), one_column(f)]).is_ok())
+                .cloned()
+                .collect();
+            let conflicting = part
+                .fields()
+                .iter()
+                .find(|f| !fits.contains(f))
+                .map(|f| f.name().clone())
+                .unwrap_or_default();
+            let fits = Arc::new(Schema::new(fits));
+            let union = union_of(stream, &[known.clone(), fits]).unwrap_or_else(|_| known.clone());
+            (union, Some((conflicting, e)))
+        }
+    }
+}
+
+fn one_column(f: &FieldRef) -> SchemaRef {
+    Arc::new(Schema::new(vec![f.as_ref().clone()]))
 }
 
 /// The columns a directory already holds: the union of its `columns.parquet` and its parts'
@@ -97,22 +157,22 @@ fn on_disk_union(dir: &Path, stream: Stream) -> Result<SchemaRef> {
             .chain(&listing.shards)
             .map(|(_, path)| path),
     );
-    let mut schemas = Vec::new();
+    let mut union = union_of(stream, &[])?;
     for path in files {
         if let Ok(f) = ParquetFile::open(path) {
             if stream.schema_problem(&f.schema()).is_none() {
-                schemas.push(f.schema());
+                // a file whose column types conflict with the others' adds what fits
+                union = union_skipping_conflicts(stream, &union, &f.schema()).0;
             }
         }
     }
-    union_of(stream, &schemas)
+    Ok(union)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::datatypes::{DataType, Field, Schema};
-    use std::sync::Arc;
+    use arrow::datatypes::{DataType, Field};
 
     fn schema(cols: &[&str]) -> SchemaRef {
         Arc::new(Schema::new(
@@ -147,12 +207,13 @@ mod tests {
         head.before_part(&dir, Stream::Steps, &schema(&["step", "loss"]))
             .unwrap();
         assert_eq!(names(&path), ["step", "loss"]);
-        let first = fs::metadata(&path).unwrap().modified().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // a publication is a new file (a rename over the old one): a new inode
+        let inode = || std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
+        let first = inode();
         // nothing new: not rewritten
         head.before_part(&dir, Stream::Steps, &schema(&["step"]))
             .unwrap();
-        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), first);
+        assert_eq!(inode(), first);
         // a column first logged mid-run: in the file before its part is published
         head.before_part(&dir, Stream::Steps, &schema(&["step", "extra.eval"]))
             .unwrap();
@@ -175,5 +236,32 @@ mod tests {
             .before_part(&dir, Stream::Steps, &schema(&["step", "b"]))
             .unwrap();
         assert_eq!(names(&dir.join(COLUMNS_FILE)), ["step", "a", "b"]);
+    }
+
+    #[test]
+    fn a_type_conflict_is_reported_once_and_the_other_columns_still_go_in() {
+        let dir = crate::testutil::tempdir("columns-conflict").join("samples");
+        let mut head = ColumnsHead::default();
+        let text = |name: &str| {
+            Arc::new(Schema::new(vec![
+                Field::new("step", DataType::Int64, true),
+                Field::new("sample_id", DataType::Utf8, true),
+                Field::new(name, DataType::Utf8, true),
+            ])) as SchemaRef
+        };
+        head.before_part(&dir, Stream::Samples, &text("x")).unwrap();
+        let conflicting = Arc::new(Schema::new(vec![
+            Field::new("step", DataType::Int64, true),
+            Field::new("x", DataType::Float64, true),
+            Field::new("y", DataType::Float64, true),
+        ])) as SchemaRef;
+        let e = head
+            .before_part(&dir, Stream::Samples, &conflicting)
+            .unwrap_err();
+        assert!(e.report().contains('x'), "{}", e.report());
+        assert!(names(&dir.join(COLUMNS_FILE)).contains(&"y".to_string()));
+        // the same conflict again: not reported again
+        head.before_part(&dir, Stream::Samples, &conflicting)
+            .unwrap();
     }
 }

@@ -218,6 +218,8 @@ pub fn remove_absorbed_parts<'a>(
             // the columns file describes the parts: with the last of them it goes too
             let left = list_stream_dir(dir)?;
             if left.parts.is_empty() && left.shards.is_empty() {
+                // a killed writer's temporary of it would keep the directory forever
+                remove_stray_temps(dir, ".columns")?;
                 if let Some(columns) = left.columns {
                     match fs::remove_file(&columns) {
                         Ok(()) => {}

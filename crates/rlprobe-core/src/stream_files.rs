@@ -119,14 +119,28 @@ pub fn open_parts(dir: &Path, stream: Stream, compacted: Option<&str>) -> Result
         });
     }
     // steps/ and samples/ hold the writer's columns.parquet (no rows); spans/ never does
-    if let (Stream::Spans, Some(path)) = (stream, listing.columns) {
-        out.foreign.push(SkippedFile {
-            path,
-            reason: format!(
+    if let Some(path) = listing.columns {
+        let reason = match (stream, ParquetFile::open(&path)) {
+            (Stream::Spans, _) => Some(format!(
                 "not a file rlprobe writes in {}/ (it writes {expected})",
                 stream.name()
-            ),
-        });
+            )),
+            (_, Ok(f)) if f.rows() > 0 => Some(format!(
+                "it holds {} rows: the recorder's columns.parquet holds none (other tools read them as {})",
+                f.rows(),
+                stream.name()
+            )),
+            (_, Ok(_)) => None,
+            // removed meanwhile (a compaction): nothing to say
+            (_, Err(e)) if e.is_not_found() => None,
+            (_, Err(e)) => Some(format!(
+                "the recorder's column list cannot be read ({}): other tools may fail on it",
+                e.report()
+            )),
+        };
+        if let Some(reason) = reason {
+            out.foreign.push(SkippedFile { path, reason });
+        }
     }
     if stream == Stream::Samples {
         out.shards = listing.shards;

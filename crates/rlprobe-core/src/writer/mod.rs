@@ -463,15 +463,8 @@ impl Recorder {
         remove_stray_temps(&opts.run_dir.join(STEPS_PARTS_DIR), ".part-")?;
         remove_stray_temps(&samples_dir(&opts.run_dir), ".part-")?;
         remove_stray_temps(&opts.run_dir.join(SPANS_DIR), ".part-")?;
-        // a resumed compacted run continues in parts only (resume.rs); failing that, it
-        // records into the mixed layout our readers handle, and says so
-        let demotion = match demote_compacted_steps(&opts.run_dir) {
-            Ok(_) => None,
-            Err(e) => Some(format!(
-                "resuming with steps.parquet kept next to the new parts (readers that take steps.parquet alone, such as Python rlprobe 0.1.0, will miss the new steps): {}",
-                e.report()
-            )),
-        };
+        remove_stray_temps(&opts.run_dir.join(STEPS_PARTS_DIR), ".columns")?;
+        remove_stray_temps(&samples_dir(&opts.run_dir), ".columns")?;
         let next_parts = [
             next_part_index(&opts.run_dir)?,
             open_sample_sources(&opts.run_dir)?.next_part,
