@@ -3,9 +3,10 @@
 //! Readers that follow the original layout (the Python package, a glob recipe) read
 //! `steps.parquet` when it exists and the parts only when it does not. A resumed run that
 //! kept `steps.parquet` next to its new parts would lose every new step to them, live and
-//! after a crash. Renaming the compacted table to the next part index costs one rename at
-//! open; its rows stay first (every part on disk is older and was absorbed before), and the
-//! next compaction merges it back with the new parts.
+//! after a crash. The writer renames the compacted table to the next part index just before
+//! its first step part (writer/mod.rs `continue_in_parts`): one rename, its rows stay first
+//! (every part on disk is older and was absorbed before), and the next compaction merges it
+//! back with the new parts. A session that logs no step leaves it alone.
 
 use std::fs;
 use std::io;

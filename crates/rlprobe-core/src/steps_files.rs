@@ -81,6 +81,33 @@ impl TableSources {
     }
 }
 
+/// A resumed writer renames the compacted table into the parts directory (resume.rs). If
+/// that happened between our listing of the parts and our open of the table, this read
+/// would see neither: a part that appeared since the listing and carries a compacted
+/// table's footer keys means it did, and the read starts again (a not-found error, which
+/// `retry_while_files_move` retries). A writer's ordinary new part is no reason to.
+fn demoted_since(dir: &Path, listed: &[(u64, ParquetFile)], compacted: &Path) -> Result<()> {
+    let known: std::collections::HashSet<u64> = listed.iter().map(|(i, _)| *i).collect();
+    for (index, path) in crate::layout::list_parts(dir)? {
+        if known.contains(&index) {
+            continue;
+        }
+        let was_compacted = ParquetFile::open(&path).is_ok_and(|f| {
+            f.key_values()
+                .iter()
+                .any(|(k, _)| k == crate::layout::META_COMPACTED_PARTS)
+        });
+        if was_compacted {
+            return Err(crate::error::Error::io(
+                "opening (renamed into the parts as this read listed them)",
+                compacted,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Opens the step files of `run_dir`. Retries when a listed part vanishes mid-way
 /// (a compaction absorbed it after we opened the older `steps.parquet`).
 pub fn open_step_sources(run_dir: &Path) -> Result<TableSources> {
@@ -117,9 +144,14 @@ fn try_open(
         in_parts_dir.then(|| compacted_path.file_name().unwrap().to_str().unwrap()),
     )?;
     let mut foreign = listed.foreign;
+    #[cfg(test)]
+    tests::between_listing_and_open();
     let mut compacted = match ParquetFile::open(&compacted_path) {
         Ok(file) => Some(file),
-        Err(e) if e.is_not_found() => None,
+        Err(e) if e.is_not_found() => {
+            demoted_since(&run_dir.join(parts_dir), &listed.parts, &compacted_path)?;
+            None
+        }
         // the compacted table holds the list of absorbed parts: without it no part can be
         // placed, so the whole stream is unreadable (and a writer must not guess names)
         Err(e) => return Err(e),
@@ -248,4 +280,61 @@ pub fn step_schema(run_dir: &Path) -> Result<arrow::datatypes::SchemaRef> {
         schemas.push(std::sync::Arc::new(arrow::datatypes::Schema::new(readable)));
     }
     crate::compact::union_schema(&schemas)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::compact::compact_steps;
+    use crate::resume::demote_compacted_steps;
+    use crate::testutil::tempdir;
+
+    thread_local! {
+        static BETWEEN: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+    }
+
+    /// Runs the test's action once, between a read's listing of the parts and its open of
+    /// the compacted table.
+    pub(super) fn between_listing_and_open() {
+        if let Some(f) = BETWEEN.with(|b| b.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    #[test]
+    fn a_read_racing_a_resume_that_demotes_the_table_sees_every_step() {
+        let run = tempdir("demote-race");
+        let dir = run.join(STEPS_PARTS_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut table = Table::default();
+        for s in 0..4 {
+            table
+                .column_mut("step", crate::schema::ColumnKind::I64)
+                .unwrap()
+                .push_number(s as f64);
+            table.finish_rows(s + 1);
+        }
+        crate::atomic::publish(&dir, &crate::layout::part_name(0), |file, tmp| {
+            let f = crate::parquet_io::write_table(
+                file,
+                tmp,
+                &table,
+                crate::props::Codec::default(),
+                Vec::new(),
+            )?;
+            Ok(((), f))
+        })
+        .unwrap();
+        compact_steps(&run).unwrap();
+        let at = run.clone();
+        BETWEEN.with(|b| {
+            *b.borrow_mut() = Some(Box::new(move || {
+                demote_compacted_steps(&at).unwrap();
+            }))
+        });
+        let t = read_steps(&run, None).unwrap();
+        assert_eq!(t.rows, 4, "the read started again after the rename");
+    }
 }

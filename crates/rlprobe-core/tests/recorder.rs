@@ -376,3 +376,42 @@ fn steps_columns_file_holds_every_column_of_the_parts_and_goes_at_compaction() {
         "steps/ goes with its parts and columns file"
     );
 }
+
+#[test]
+fn a_resumed_session_that_logs_no_step_leaves_steps_parquet_as_it_was() {
+    let dir = tempdir("resume-idle");
+    write_part(&dir, 0, &part_table(0..5, "a"));
+    compact_steps(&dir).unwrap();
+    let inode =
+        || std::os::unix::fs::MetadataExt::ino(&fs::metadata(dir.join(STEPS_FILE)).unwrap());
+    let before = inode();
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    assert!(rec.flush(Duration::from_secs(10)));
+    rec.close(true, Duration::from_secs(30)).unwrap();
+    assert_eq!(inode(), before, "not demoted, not rewritten");
+    assert_eq!(
+        steps_of(&read_steps(&dir, None).unwrap()),
+        (0..5).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_killed_writers_columns_temporary_is_removed_on_open_and_a_columns_file_with_rows_is_foreign() {
+    let dir = tempdir("columns-stray");
+    let steps = dir.join(STEPS_PARTS_DIR);
+    fs::create_dir_all(&steps).unwrap();
+    fs::write(steps.join(".columns.tmp-999-0"), b"half").unwrap();
+    let rec = Recorder::open(opts(&dir)).unwrap();
+    assert!(!steps.join(".columns.tmp-999-0").exists());
+    drop(rec);
+    // not the recorder's: a table with rows under the columns file's name
+    write_part(&dir, 7, &part_table(0..3, "a"));
+    fs::rename(steps.join(part_name(7)), steps.join("columns.parquet")).unwrap();
+    let sources = rlprobe_core::steps_files::open_step_sources(&dir).unwrap();
+    assert_eq!(sources.foreign.len(), 1);
+    assert!(
+        sources.foreign[0].reason.contains("holds 3 rows"),
+        "{}",
+        sources.foreign[0].reason
+    );
+}

@@ -32,7 +32,7 @@ use crate::encoding::StepBatch;
 use crate::error::{Error, IoContext, Result};
 use crate::events::{event_line, EventLog};
 use crate::layout::{
-    part_name, COLUMNS_FILE, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_PARTS_DIR,
+    part_name, COLUMNS_FILE, EVENTS_FILE, MANIFEST_FILE, SPANS_DIR, STEPS_FILE, STEPS_PARTS_DIR,
 };
 use crate::parquet_io::prewarm;
 use crate::resume::demote_compacted_steps;
@@ -497,7 +497,7 @@ impl Recorder {
             span_queue_bytes: opts.span_queue_bytes.max(1),
             health: Mutex::new(Health::default()),
         });
-        for message in unguarded.into_iter().chain(demotion) {
+        if let Some(message) = unguarded {
             eprintln!("rlprobe: {message}");
             lock(&shared.pending_events).push_back(event_line(
                 "recorder_error",
@@ -522,6 +522,7 @@ impl Recorder {
             ],
             next_parts,
             heads: Default::default(),
+            steps_resumed: false,
             shared: shared.clone(),
             last_publish: Instant::now(),
             run_dir: RunDirWatch::new(&opts.run_dir, writer_lock),
@@ -826,6 +827,8 @@ struct WriterThread {
     next_parts: [u64; 3],
     /// What each stream's `columns.parquet` holds (steps and samples only).
     heads: [ColumnsHead; 3],
+    /// Whether the first step part has dealt with a resumed run's `steps.parquet`.
+    steps_resumed: bool,
     last_publish: Instant,
     run_dir: RunDirWatch,
 }
@@ -930,6 +933,14 @@ impl WriterThread {
 
     /// Publishes one stream's buffered rows as its next part file, atomically.
     fn publish(&mut self, kind: Kind) {
+        let first_steps = kind == Kind::Steps && !self.steps_resumed;
+        if first_steps
+            && self.streams[kind.index()].buffered() > 0
+            && self.run_dir.orphaned.is_none()
+        {
+            self.steps_resumed = true;
+            self.continue_in_parts();
+        }
         let stream = &mut self.streams[kind.index()];
         let rows = stream.buffered() as u64;
         if rows == 0 {
@@ -1005,6 +1016,33 @@ impl WriterThread {
                     lost,
                 );
             }
+        }
+    }
+
+    /// A resumed compacted run continues in parts only (resume.rs), from its first step part:
+    /// a session that logs no step leaves `steps.parquet` as it was (no rewrite at close).
+    /// Without the writer lock a second writer could publish under the name the table would
+    /// take, so it stays; either way of keeping it is said, as readers that take
+    /// `steps.parquet` alone (Python rlprobe 0.1.0) then miss the new steps.
+    fn continue_in_parts(&mut self) {
+        let run_dir = &self.opts.run_dir;
+        if !run_dir.join(STEPS_FILE).exists() {
+            return;
+        }
+        const KEPT: &str = "resuming with steps.parquet kept beside the new parts (readers that take steps.parquet alone, such as Python rlprobe 0.1.0, miss the new steps until the run is compacted)";
+        if self.run_dir.lock.is_none() {
+            self.shared.record_error(format!(
+                "{KEPT}: there is no writer lock to keep a second recorder from taking its part name"
+            ));
+            return;
+        }
+        let demoted = demote_compacted_steps(run_dir).and_then(|_| next_part_index(run_dir));
+        match demoted {
+            Ok(next) => {
+                let steps = &mut self.next_parts[Kind::Steps.index()];
+                *steps = (*steps).max(next);
+            }
+            Err(e) => self.shared.record_error(format!("{KEPT}: {}", e.report())),
         }
     }
 
