@@ -7,9 +7,20 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSyn
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
+import { parquetMetadata } from 'hyparquet';
+
 import { Recorder, RunReader, compactRun } from '../ts/index.js';
 import { QUIET, cleanupTempDirs, tempDir } from './helpers/fixtures.js';
 import { throwsCode } from './helpers/errors.js';
+
+/** A footer key-value of a Parquet file, read by another Parquet implementation. */
+function hyparquetKeyValue(file: string, key: string): string {
+  const bytes = readFileSync(file);
+  const meta = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  const kv = meta.key_value_metadata?.find((e) => e.key === key);
+  assert.ok(kv?.value !== undefined, `${file} has no footer key ${key}`);
+  return kv.value;
+}
 
 after(cleanupTempDirs);
 
@@ -157,24 +168,58 @@ describe('step layouts', () => {
     throwsCode(() => compactRun(tempDir()), 'RLPROBE_NOT_A_RUN');
   });
 
+  test('a live run compacted by compactRun: steps.parquet, then the parts written after it under fresh names', () => {
+    const dir = path.join(tempDir(), 'run');
+    const rec = new Recorder(dir, { ...QUIET, flushSteps: 2 });
+    try {
+      for (let step = 0; step < 4; step++) rec.logStep({ step, loss: 1 });
+      rec.flushSync();
+      compactRun(dir);
+      for (let step = 4; step < 7; step++) rec.logStep({ step, loss: 2, extra: { late: step } });
+      rec.flushSync();
+      const reader = RunReader.open(dir);
+      assert.equal(reader.layout(), 'mixed');
+      assert.equal(reader.absorbedLeftovers(), 0);
+      const files = reader.stepFiles();
+      assert.equal(path.basename(files[0].path), 'steps.parquet');
+      assert.equal(files[0].rows, 4);
+      const absorbed = new Set(JSON.parse(hyparquetKeyValue(files[0].path, 'rlprobe.compacted_parts')) as string[]);
+      for (const f of files.slice(1)) {
+        assert.equal(f.compacted, false);
+        // a fresh part name: not one the compacted footer lists as absorbed (that would hide it)
+        assert.equal(absorbed.has(path.basename(f.path)), false, `${path.basename(f.path)} reuses an absorbed name`);
+      }
+      assert.deepEqual(Array.from(reader.view().steps), [0, 1, 2, 3, 4, 5, 6]);
+      assert.deepEqual(Array.from(reader.view().series('extra.late')), [NaN, NaN, NaN, NaN, 4, 5, 6]);
+    } finally {
+      rec.close();
+    }
+    assert.deepEqual(Array.from(RunReader.open(dir).view().steps), [0, 1, 2, 3, 4, 5, 6]);
+  });
+
   test('a resumed recorder makes steps.parquet its first part: the new parts follow it, and readers that take steps.parquet alone miss nothing', () => {
     const dir = path.join(tempDir(), 'run');
     const first = new Recorder(dir, { ...QUIET, flushSteps: 2 });
     for (let step = 0; step < 5; step++) first.logStep({ step, loss: 1 });
     first.close();
+    // how many parts the first session wrote depends on the writer's timing: its footer says
+    const next = Number(hyparquetKeyValue(path.join(dir, 'steps.parquet'), 'rlprobe.next_part'));
+    const part = (i: number) => `part-${String(i).padStart(5, '0')}.parquet`;
     const second = new Recorder(dir, QUIET);
     try {
-      assert.equal(existsSync(path.join(dir, 'steps.parquet')), false, 'demoted at open');
+      second.flushSync();
+      assert.equal(existsSync(path.join(dir, 'steps.parquet')), true, 'untouched until a step is logged');
       for (let step = 5; step < 8; step++) second.logStep({ step, loss: 2, extra: { late: step } });
       second.flushSync();
+      assert.equal(existsSync(path.join(dir, 'steps.parquet')), false, 'demoted before the first step part');
       const reader = RunReader.open(dir);
       assert.equal(reader.layout(), 'parts');
       assert.equal(reader.absorbedLeftovers(), 0);
       const files = reader.stepFiles();
       assert.deepEqual(
         files.map((f) => [path.basename(f.path), f.compacted, f.rows]),
-        // part-00000 and -00001 were absorbed by the first close: their names are never reused
-        [['part-00002.parquet', false, 5], ['part-00003.parquet', false, 3]],
+        // the names the first close absorbed are never reused
+        [[part(next), false, 5], [part(next + 1), false, 3]],
       );
       const view = reader.view();
       assert.deepEqual(Array.from(view.steps), [0, 1, 2, 3, 4, 5, 6, 7]);
