@@ -9,21 +9,29 @@
  * - rank directories (three killed ranks): samples, spans and events of every rank with
  *   their rank, steps from rank 0 only;
  * - several runs: a `run` column, unambiguous when two runs share a directory name;
- * - dotted column names quoted; `--json`, `--csv` and the table, exactly;
+ * - dotted column names quoted; `--json`, `--csv` and the table, exactly; control characters
+ *   in CSV escaped at a terminal, byte for byte into a pipe;
  * - DuckDB not installed: one clear line, exit 1; a SQL error: one line, exit 1;
- * - damaged, foreign and torn inputs are reported, never read around or silently dropped;
+ * - damaged, foreign and torn inputs are reported, never read around or silently dropped; a
+ *   table that cannot be read (damaged file, events.jsonl a directory, a path DuckDB cannot
+ *   open) fails every query naming it, never answers 0 rows;
+ * - a compaction landing between the listing and the query: listed again (8 listings at most);
  * - a directory name holding glob characters; a migrated (older) run; nothing is written.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, cpSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, linkSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+
+import { Cli } from 'clipanion';
 
 import { Recorder, RunReader, captureTrial, compactRun } from '../ts/index.js';
 import type { RunEvent, SpanRecord, StoredSampleRecord, StoredStepRecord } from '../ts/index.js';
 import type { Migration } from '../ts/reader/migrations.js';
 import { SqlCommand } from '../ts/cli/commands/sql.js';
+import { buildCli } from '../ts/cli/main.js';
 import { sampleFiles } from '../ts/native.js';
 import type { DuckDBLoader } from '../ts/sql/duckdb-loader.js';
 import { changedFiles, snapshotFiles } from '../ts/sql/file-snapshot.js';
@@ -411,6 +419,37 @@ describe('probe sql output', () => {
     assert.equal(samples.stdout, 'sample_id,completion_text,reward_total\n"a,b","say ""hi""\nbye",-Infinity\nc,"",\n');
   });
 
+  /** `probe …` in this process with stdout a terminal (isTTY), as a user at a shell sees it. */
+  async function probeAtTerminal(args: string[]): Promise<{ code: number; stdout: string }> {
+    let text = '';
+    const stdout = new Writable({
+      write(chunk: Buffer | string, _encoding, callback) {
+        text += chunk.toString();
+        callback();
+      },
+    }) as Writable & { isTTY: boolean };
+    stdout.isTTY = true;
+    const code = await buildCli().run(args, { ...Cli.defaultContext, stdout: stdout as unknown as NodeJS.WriteStream, stderr: new PassThrough() as unknown as NodeJS.WriteStream, colorDepth: 1 });
+    return { code, stdout: text };
+  }
+
+  test('control characters: --csv piped is byte-exact, --csv at a terminal escapes them, --json is escaped by JSON', async () => {
+    const dir = exactRun();
+    // ESC (clears the screen), BEL, CR inside a quoted field, a C1 CSI; newline and tab stay
+    const sql = "SELECT chr(27) || '[2J' || chr(7) AS x, 'a' || chr(10) || 'b' || chr(13) || chr(9) AS y, chr(155) || '31m' AS c1";
+    const piped = await probe(['sql', dir, sql, '--csv']);
+    assert.equal(piped.code, 0, piped.stderr);
+    assert.equal(piped.stdout, 'x,y,c1\n\u001b[2J\u0007,"a\nb\r\t",\u009b31m\n');
+    const terminal = await probeAtTerminal(['sql', dir, sql, '--csv']);
+    assert.equal(terminal.code, 0);
+    assert.equal(terminal.stdout, 'x,y,c1\n\\u001b[2J\\u0007,"a\nb\\r\t",\\u009b31m\n');
+    for (const json of [await probe(['sql', dir, sql, '--json']), await probeAtTerminal(['sql', dir, sql, '--json'])]) {
+      // oxlint-disable-next-line no-control-regex -- looking for control characters is the point
+      assert.doesNotMatch(json.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/, 'no control character but the line ends');
+      assert.deepEqual(JSON.parse(json.stdout), [{ x: '\u001b[2J\u0007', y: 'a\nb\r\t', c1: '\u009b31m' }]);
+    }
+  });
+
   test('the table: aligned, numbers right, NULL shown, one line per row, escaped, cut past 80 columns', async () => {
     const dir = exactRun();
     const steps = await probe(['sql', dir, STEPS_SQL]);
@@ -548,6 +587,115 @@ describe('what is skipped or cannot be read is said', () => {
     rec.close();
   });
 
+  /**
+   * Every query that reads `table` fails as `check` says, whatever DuckDB's optimizer makes
+   * of it (an empty result, an aggregate, a filter, a subquery); a query that does not read
+   * it answers; `probe sql` exits 1 with one line.
+   */
+  async function assertTableFails(dir: string, table: string, check: (e: Error & { code?: string }) => void): Promise<void> {
+    const reads = [
+      `SELECT count(*) FROM ${table}`,
+      `SELECT * FROM ${table}`,
+      `SELECT max(step) FROM ${table}`,
+      `SELECT * FROM ${table} WHERE step > 0`,
+      `SELECT * FROM ${table} LIMIT 0`,
+      `SELECT EXISTS (SELECT 1 FROM ${table}) AS e`,
+    ];
+    for (const sql of reads) {
+      await assert.rejects(
+        querySql([dir], sql),
+        (e: Error & { code?: string }) => {
+          check(e);
+          return true;
+        },
+        sql,
+      );
+    }
+    assert.deepEqual(await sqlRows(dir, 'SELECT 1 AS one'), [{ one: 1 }]);
+    const r = await probe(['sql', dir, `SELECT count(*) FROM ${table}`]);
+    assert.equal(r.code, 1, r.stdout);
+    assert.equal(r.stdout, '');
+    assert.ok(r.stderr.startsWith('probe: ') && r.stderr.split('\n').length === 2, r.stderr);
+  }
+
+  test('a closed run whose steps.parquet is truncated: the steps fail naming it, never 0 rows', async () => {
+    const dir = path.join(tempDir(), 'run');
+    const rec = new Recorder(dir, OPTIONS);
+    rec.logStep({ step: 0, loss: 1 });
+    rec.logStep({ step: 1, loss: 2 });
+    rec.logSamples([{ sample_id: 'a' }], { step: 0, select: false });
+    assert.equal(rec.close().error, null);
+    const file = path.join(dir, 'steps.parquet');
+    truncateSync(file, Math.floor(statSync(file).size / 2));
+    await assertTableFails(dir, 'steps', (e) => {
+      assert.equal(e.code, 'RLPROBE_CORRUPT_FILE');
+      assert.ok(e.message.includes(`${file}: damaged Parquet file`), e.message);
+    });
+    assert.deepEqual(await sqlRows(dir, 'SELECT (SELECT count(*) FROM samples) AS samples, (SELECT count(*) FROM events) > 0 AS events'), [{ samples: 1, events: true }]);
+  });
+
+  test('a live run whose only step part is damaged: the steps fail naming it, never 0 rows', async () => {
+    const dir = path.join(tempDir(), 'run');
+    const rec = new Recorder(dir, OPTIONS);
+    rec.logStep({ step: 0, loss: 1 });
+    rec.logSamples([{ sample_id: 'a' }], { step: 0, select: false });
+    assert.ok(rec.flushSync());
+    const [part] = RunReader.open(dir).stepFiles();
+    truncateSync(part.path, Math.floor(part.bytes / 2));
+    await assertTableFails(dir, 'steps', (e) => {
+      assert.equal(e.code, 'RLPROBE_CORRUPT_FILE');
+      assert.ok(e.message.startsWith(`the steps cannot be read: ${part.path}: damaged Parquet file`), e.message);
+    });
+    assert.deepEqual(await sqlRows(dir, 'SELECT count(*) AS n FROM samples'), [{ n: 1 }]);
+    rec.close();
+  });
+
+  test('events.jsonl that is a directory: the events fail naming it, never 0 rows', async () => {
+    const dir = path.join(tempDir(), 'run');
+    const rec = new Recorder(dir, OPTIONS);
+    rec.logStep({ step: 0, loss: 1 });
+    assert.equal(rec.close().error, null);
+    const events = path.join(dir, 'events.jsonl');
+    rmSync(events);
+    mkdirSync(events);
+    await assertTableFails(dir, 'events', (e) => {
+      assert.equal(e.code, 'RLPROBE_IO');
+      assert.ok(e.message.startsWith(`${events}: a directory, not a regular file`), e.message);
+    });
+    assert.deepEqual(await sqlRows(dir, 'SELECT count(*) AS n FROM steps'), [{ n: 1 }]);
+  });
+
+  test('several runs, one unreadable: the view fails for all, naming that run\'s file', async () => {
+    const root = tempDir();
+    const dirs = ['good', 'bad'].map((name) => {
+      const dir = path.join(root, name);
+      const rec = new Recorder(dir, OPTIONS);
+      rec.logStep({ step: 0, loss: 1 });
+      assert.equal(rec.close().error, null);
+      return dir;
+    });
+    const file = path.join(dirs[1], 'steps.parquet');
+    truncateSync(file, Math.floor(statSync(file).size / 2));
+    await assert.rejects(querySql(dirs, 'SELECT run, count(*) FROM steps GROUP BY run'), (e: Error & { code?: string }) => e.code === 'RLPROBE_CORRUPT_FILE' && e.message.includes(file));
+    assert.deepEqual(await sqlRows(dirs, 'SELECT count(*) AS n FROM events WHERE kind = \'recorder_close\''), [{ n: 2 }]);
+  });
+
+  test('a run path DuckDB cannot open (a backslash with `[`): fails naming the run and why, never 0 rows', async () => {
+    const dir = path.join(tempDir(), 'exp\\[1]');
+    const rec = new Recorder(dir, OPTIONS);
+    rec.logStep({ step: 0, loss: 1 });
+    rec.logSamples([{ sample_id: 'a' }], { step: 0, select: false });
+    assert.equal(rec.close().error, null);
+    assert.equal(RunReader.open(dir).steps().length, 1, 'the library reads it');
+    for (const table of ['steps', 'samples']) {
+      await assertTableFails(dir, table, (e) => {
+        assert.equal(e.code, 'RLPROBE_IO');
+        assert.ok(e.message.startsWith(`the ${table} of ${dir} cannot be read: `), e.message);
+        assert.match(e.message, /DuckDB cannot open a path holding a backslash together with/);
+      });
+    }
+  });
+
   test('a foreign file is skipped and named on stderr; a torn event line is skipped and counted', async () => {
     const dir = path.join(tempDir(), 'run');
     const rec = new Recorder(dir, OPTIONS);
@@ -619,6 +767,82 @@ describe('any run directory, nothing written', () => {
       assert.ok(e.message.includes(`kept changing while the query read them (8 attempts; last changed: ${part})`), e.message);
       return true;
     });
+    rec.close();
+  });
+
+  /** A live run with `n` step parts, one a step. */
+  function liveParts(n: number): { dir: string; rec: Recorder } {
+    const dir = path.join(tempDir(), 'run');
+    const rec = new Recorder(dir, OPTIONS);
+    for (let step = 0; step < n; step++) {
+      rec.logStep({ step, loss: step });
+      assert.ok(rec.flushSync());
+    }
+    return { dir, rec };
+  }
+
+  test('a compaction between the listing and the snapshot (the listed parts already gone): listed again, every row once', async () => {
+    const { dir, rec } = liveParts(4);
+    const result = await querySql([dir], 'SELECT count(*) AS n, count(DISTINCT step) AS steps FROM steps', {
+      onListed: (attempt) => {
+        if (attempt === 1) compactRun(dir); // publishes steps.parquet, deletes the parts just listed
+      },
+    });
+    assert.deepEqual(result.rows, [[4, 4]]);
+    assert.deepEqual(result.warnings, [
+      "the run's files changed under the query (a compaction): they were listed 2 times, the result is from the last listing, whose files did not change",
+    ]);
+    rec.close();
+  });
+
+  test('a compaction replacing a listed steps.parquet, its absorbed parts left behind: listed again, no row twice', async () => {
+    const { dir, rec } = liveParts(3);
+    compactRun(dir);
+    for (let step = 3; step < 5; step++) {
+      rec.logStep({ step, loss: step });
+      assert.ok(rec.flushSync());
+    }
+    const listed = RunReader.open(dir).stepFiles().map((f) => f.path);
+    assert.equal(listed.length, 3, 'steps.parquet and two parts');
+    const aside = tempDir();
+    const result = await querySql([dir], 'SELECT count(*) AS n, count(DISTINCT step) AS steps FROM steps', {
+      onListed: (attempt) => {
+        if (attempt !== 1) return;
+        // a compaction killed after publishing, before deleting its parts: the parts stay
+        // the very same files (hard links keep inode, size and mtime), steps.parquet is new
+        const parts = listed.slice(1);
+        parts.forEach((p, i) => linkSync(p, path.join(aside, String(i))));
+        compactRun(dir); // removes steps/ once empty
+        mkdirSync(path.dirname(parts[0]), { recursive: true });
+        parts.forEach((p, i) => linkSync(path.join(aside, String(i)), p));
+      },
+    });
+    assert.ok(RunReader.open(dir).absorbedLeftovers() > 0, 'the parts are absorbed leftovers now');
+    assert.deepEqual(result.rows, [[5, 5]]);
+    assert.equal(result.warnings.length, 1, result.warnings.join('\n'));
+    assert.match(result.warnings[0], /they were listed 2 times/);
+    rec.close();
+  });
+
+  test('listed files gone at every snapshot: given up after 8 listings', async () => {
+    const { dir, rec } = liveParts(9);
+    const aside = tempDir();
+    let listings = 0;
+    await assert.rejects(
+      querySql([dir], 'SELECT count(*) FROM steps', {
+        onListed: () => {
+          listings++;
+          const [first] = RunReader.open(dir).stepFiles();
+          renameSync(first.path, path.join(aside, path.basename(first.path)));
+        },
+      }),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'RLPROBE_IO');
+        assert.match(e.message, /kept changing while the query read them \(8 attempts; last changed: .*part-00007\.parquet\)/);
+        return true;
+      },
+    );
+    assert.equal(listings, 8);
     rec.close();
   });
 

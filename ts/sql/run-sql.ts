@@ -16,15 +16,15 @@ import type { Migration } from '../reader/migrations.js';
 import { RunReader } from '../reader/run-reader.js';
 import { loadDuckDB } from './duckdb-loader.js';
 import type { DuckDBLoader, DuckDBModule } from './duckdb-loader.js';
-import { appendEvents, EVENT_COLUMNS, eventsTableSql } from './events-table.js';
-import { changedFiles, snapshotFiles } from './file-snapshot.js';
+import { appendEvents, eventsTableSql } from './events-table.js';
+import { changedFiles, goneFiles, snapshotFiles, unlistedFiles } from './file-snapshot.js';
 import { FIXED_COLUMNS } from './fixed-columns.js';
 import { runNames } from './run-names.js';
-import { sqlIdentifier } from './sql-literals.js';
+import { sqlIdentifier, unopenablePathReason } from './sql-literals.js';
 import { plainValue } from './sql-values.js';
 import type { SqlValue } from './sql-values.js';
-import { runSources, SQL_TABLES } from './table-sources.js';
-import type { RunSources, SqlTable } from './table-sources.js';
+import { listedFiles, runSources, SQL_TABLES } from './table-sources.js';
+import type { RunSources, SourceGroup, SqlTable } from './table-sources.js';
 import { groupSql, readParquetSql, viewSql } from './view-sql.js';
 import type { ViewPart } from './view-sql.js';
 
@@ -35,6 +35,11 @@ export interface SqlOptions {
   loadDuckDB?: DuckDBLoader;
   /** The migration chain the runs are opened with (see `RunReader.open`). */
   migrations?: readonly Migration[];
+  /**
+   * Called after each listing of the runs' files (`attempt` from 1), before their identities
+   * are taken: tests land a compaction there, where a real one can land.
+   */
+  onListed?: (attempt: number) => void;
 }
 
 export interface SqlColumn {
@@ -61,7 +66,10 @@ interface QueriedRun {
   name: string | null;
 }
 
-/** A view's failure, raised when a query reads it: the message DuckDB reports, and the error. */
+/**
+ * The tables that cannot be read, by name: they get no view, so a query naming one fails
+ * to bind, and that failure is reported as this error.
+ */
 type Unreadable = Map<string, RlprobeError>;
 
 /** Listings before the query is given up as racing a compaction (as the native readers). */
@@ -74,7 +82,7 @@ const EVENTS = 'events';
  * memory (`COPY (…) TO 'file'` in the SQL writes a large result without holding it).
  * Throws RlprobeError: RLPROBE_NATIVE_MISSING (DuckDB is not installed), the errors of
  * `RunReader.open`, RLPROBE_INVALID_QUERY (DuckDB refused the SQL; its message on one line),
- * RLPROBE_IO, and the error of a table that cannot be read when the query reads it.
+ * RLPROBE_IO, and the error of a table that cannot be read when the query names it.
  */
 export async function querySql(runDirs: readonly string[], sql: string, options: SqlOptions = {}): Promise<SqlResult> {
   if (runDirs.length === 0) throw new RlprobeError('RLPROBE_INVALID_QUERY', 'invalid SQL query: no run given');
@@ -82,21 +90,31 @@ export async function querySql(runDirs: readonly string[], sql: string, options:
   const duck = await loadDuckDB(options.loadDuckDB);
   const names = runDirs.length > 1 ? runNames(runDirs) : [null];
   const runs: QueriedRun[] = runDirs.map((dir, i) => ({ reader: RunReader.open(dir, { migrations: options.migrations }), label: dir, name: names[i] }));
+  const listAll = () => runs.map((r) => runSources(r.reader.runDir));
   for (let attempt = 1; ; attempt++) {
-    const sources = runs.map((r) => runSources(r.reader.runDir));
-    const snapshot = snapshotFiles(sources.flatMap((s) => SQL_TABLES.flatMap((t) => s.tables[t].groups.flatMap((g) => g.files))));
-    let result: SqlResult | null = null;
-    let failure: unknown = null;
-    try {
-      result = await queryOnce(duck, runs, sources, sql);
-    } catch (error) {
-      failure = error;
-    }
-    const changed = changedFiles(snapshot);
+    const sources = listAll();
+    options.onListed?.(attempt);
+    const listed = sources.flatMap(listedFiles);
+    const snapshot = snapshotFiles(listed);
+    // a file gone before its identity was taken: the listing is already stale
+    let changed = goneFiles(snapshot);
     if (changed.length === 0) {
-      if (result === null) throw failure;
-      if (attempt > 1) result.warnings.push(`the run's files changed while the query read them (a compaction): it was run ${attempt} times, the last on files that did not change`);
-      return result;
+      let result: SqlResult | null = null;
+      let failure: unknown = null;
+      try {
+        result = await queryOnce(duck, runs, sources, sql);
+      } catch (error) {
+        failure = error;
+      }
+      changed = changedFiles(snapshot);
+      // a file replaced before the snapshot leaves no trace in it, but the compaction that
+      // replaced it drops the parts it absorbed from the next listing
+      if (changed.length === 0) changed = unlistedFiles(listed, listAll().flatMap(listedFiles));
+      if (changed.length === 0) {
+        if (result === null) throw failure;
+        if (attempt > 1) result.warnings.push(`the run's files changed under the query (a compaction): they were listed ${attempt} times, the result is from the last listing, whose files did not change`);
+        return result;
+      }
     }
     if (attempt === MAX_ATTEMPTS) {
       throw new RlprobeError('RLPROBE_IO', `the run's files kept changing while the query read them (${attempt} attempts; last changed: ${changed[0]}): run it again`);
@@ -148,60 +166,56 @@ function renamesOf(table: SqlTable, reader: RunReader): ReadonlyMap<string, stri
   return new Map();
 }
 
-/**
- * Registers a failure for `error()` in a view; returns the text the view fails with (the
- * error's own message: it names the file, so the run too).
- */
-function register(unreadable: Unreadable, error: RlprobeError): string {
-  unreadable.set(error.message, error);
-  return error.message;
-}
-
 async function columnsOf(con: DuckDBConnection, files: readonly string[]): Promise<string[]> {
   const described = await con.streamAndReadAll(`DESCRIBE SELECT * FROM ${readParquetSql(files)}`);
   return described.getRowObjects().map((r) => String(r.column_name));
 }
 
+/** DuckDB's failure to read a group's files, with the reason when it is the path itself. */
+function groupError(table: SqlTable, group: SourceGroup, error: unknown): RlprobeError {
+  const reason = group.files.map(unopenablePathReason).find((r) => r !== null);
+  return new RlprobeError('RLPROBE_IO', `the ${table} of ${group.dir} cannot be read: ${oneLine(errorText(error))}${reason ? ` (${reason})` : ''}`, { cause: error });
+}
+
+/** Creates the view `table`, or records why it cannot be read (then there is no view). */
 async function createView(con: DuckDBConnection, table: SqlTable, runs: readonly QueriedRun[], sources: readonly RunSources[], unreadable: Unreadable): Promise<void> {
   const parts: ViewPart[] = [];
-  let failure: string | null = null;
   for (let i = 0; i < runs.length; i++) {
     const { reader, name } = runs[i];
     const table_ = sources[i].tables[table];
-    if (table_.unreadable !== null) failure ??= register(unreadable, table_.unreadable);
+    if (table_.unreadable !== null) {
+      unreadable.set(table, table_.unreadable);
+      return;
+    }
     for (const group of table_.groups) {
       let columns: string[];
       try {
         columns = await columnsOf(con, group.files);
       } catch (error) {
-        failure ??= register(unreadable, new RlprobeError('RLPROBE_IO', `the ${table} of ${group.dir} cannot be read: ${oneLine(errorText(error))}`, { cause: error }));
-        continue;
+        unreadable.set(table, groupError(table, group, error));
+        return;
       }
       parts.push({ run: name, sql: groupSql(table, group, columns, renamesOf(table, reader)) });
     }
   }
-  await con.run(`CREATE VIEW ${sqlIdentifier(table)} AS ${viewSql(parts, FIXED_COLUMNS[table], runs.length > 1, failure)}`);
+  await con.run(`CREATE VIEW ${sqlIdentifier(table)} AS ${viewSql(parts, FIXED_COLUMNS[table], runs.length > 1)}`);
 }
 
 async function createEvents(con: DuckDBConnection, runs: readonly QueriedRun[], unreadable: Unreadable, warnings: string[]): Promise<void> {
-  const withRun = runs.length > 1;
-  await con.run(eventsTableSql(EVENTS, withRun));
-  let failure: string | null = null;
+  await con.run(eventsTableSql(EVENTS, runs.length > 1));
   for (const { reader, label, name } of runs) {
     let skipped: number;
     try {
       skipped = await appendEvents(con, EVENTS, reader, name);
     } catch (error) {
       if (!(error instanceof RlprobeError)) throw error;
-      failure ??= register(unreadable, error);
-      continue;
+      // fails as the other tables do: when a query names it, not before
+      unreadable.set(EVENTS, error);
+      await con.run(`DROP TABLE ${sqlIdentifier(EVENTS)}`);
+      return;
     }
     if (skipped > 0) warnings.push(`${label}: skipped ${skipped} unreadable line${skipped === 1 ? '' : 's'} of events.jsonl (a line torn by a crash, or not an event)`);
   }
-  if (failure === null) return;
-  // reading fails as the other tables' do: when a query reads it, not before
-  await con.run(`DROP TABLE ${sqlIdentifier(EVENTS)}`);
-  await con.run(`CREATE VIEW ${sqlIdentifier(EVENTS)} AS ${viewSql([], EVENT_COLUMNS, withRun, failure)}`);
 }
 
 function errorText(error: unknown): string {
@@ -232,9 +246,14 @@ function dottedNameHint(message: string, sql: string): string {
   return ` (a dotted column name needs double quotes: ${example})`;
 }
 
+/** DuckDB's words when a query names a table that has no view (identifiers fold case). */
+const NO_SUCH_TABLE = /Catalog Error: Table with name (.+?) does not exist!/;
+
 function sqlError(error: unknown, unreadable: Unreadable, sql: string): RlprobeError {
   const text = errorText(error);
-  for (const [message, failure] of unreadable) if (text.includes(message)) return failure;
+  const missing = NO_SUCH_TABLE.exec(text)?.[1].toLowerCase();
+  const failure = missing === undefined ? undefined : unreadable.get(missing);
+  if (failure !== undefined) return failure;
   const line = oneLine(text);
   return new RlprobeError(line.startsWith('IO Error:') ? 'RLPROBE_IO' : 'RLPROBE_INVALID_QUERY', `${line}${dottedNameHint(line, sql)}`, { cause: error });
 }

@@ -21,3 +21,14 @@ export function sqlIdentifier(name: string): string {
 export function parquetPath(file: string): string {
   return sqlString(file.replace(/[*?[\]]/g, (c) => `[${c}]`));
 }
+
+/**
+ * Why DuckDB found no file at `file` when the file is there: DuckDB 1.5.6 globs a path
+ * holding a backslash together with `*`, `?`, `[` or `]` so that no escaping tried matches it
+ * (`[c]` classes, `\c`, the backslash as `[\]`); the path as it is stays a glob, which can
+ * read a sibling's file. Null when the path is not such a one.
+ */
+export function unopenablePathReason(file: string): string | null {
+  if (!file.includes('\\') || !/[*?[\]]/.test(file)) return null;
+  return 'DuckDB cannot open a path holding a backslash together with *, ?, [ or ], however it is escaped: rename the run directory or move it to a path without them';
+}

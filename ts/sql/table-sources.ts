@@ -80,6 +80,11 @@ export function runSources(runDir: string): RunSources {
   return { tables, foreign };
 }
 
+/** Every file the listing names, of every table. */
+export function listedFiles(sources: RunSources): string[] {
+  return SQL_TABLES.flatMap((t) => sources.tables[t].groups.flatMap((g) => g.files));
+}
+
 function damagedError(table: SqlTable, damaged: readonly NativeSkippedFile[]): RlprobeError {
   const [first] = damaged;
   const more = damaged.length > 1 ? ` (and ${damaged.length - 1} more damaged file${damaged.length > 2 ? 's' : ''})` : '';

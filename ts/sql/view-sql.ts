@@ -54,16 +54,13 @@ export interface ViewPart {
 }
 
 /**
- * The view over every part. Without parts it is empty with the table's fixed columns.
- * `unreadable`: the view fails with this message when queried (never read around a
- * damaged file), and only then, so the other tables stay queryable.
+ * The view over every part; without parts, empty with the table's fixed columns. A table
+ * that cannot be read gets no view at all (run-sql.ts): a query naming it then fails when
+ * DuckDB binds it, whatever the optimizer would make of an empty or filtered read.
  */
-export function viewSql(parts: readonly ViewPart[], fixed: FixedColumns, withRun: boolean, unreadable: string | null): string {
+export function viewSql(parts: readonly ViewPart[], fixed: FixedColumns, withRun: boolean): string {
   const tagged = (p: ViewPart) => (withRun ? `SELECT ${sqlString(p.run ?? '')} AS "run", * FROM (${p.sql})` : p.sql);
-  const body =
-    parts.length > 0
-      ? parts.map((p) => `(${tagged(p)})`).join('\nUNION ALL BY NAME\n')
-      : `SELECT ${[...(withRun ? [['run', 'VARCHAR'] as const] : []), ...fixed].map(([name, type]) => `CAST(NULL AS ${type}) AS ${sqlIdentifier(name)}`).join(', ')} WHERE false`;
-  // a scalar subquery is evaluated even when the body has no rows
-  return unreadable === null ? body : `SELECT * FROM (${body}) WHERE (SELECT error(${sqlString(unreadable)})) IS NULL`;
+  if (parts.length > 0) return parts.map((p) => `(${tagged(p)})`).join('\nUNION ALL BY NAME\n');
+  const columns = [...(withRun ? [['run', 'VARCHAR'] as const] : []), ...fixed];
+  return `SELECT ${columns.map(([name, type]) => `CAST(NULL AS ${type}) AS ${sqlIdentifier(name)}`).join(', ')} WHERE false`;
 }

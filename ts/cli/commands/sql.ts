@@ -1,3 +1,5 @@
+import type { Writable } from 'node:stream';
+
 import { Command, Option, UsageError } from 'clipanion';
 
 import { importDuckDB } from '../../sql/duckdb-loader.js';
@@ -24,7 +26,8 @@ export class SqlCommand extends ProbeCommand {
       'Dotted column names need double quotes: `"reward_component.correctness"`, `"extra.eval_acc"`. ' +
       'The runs are only read (DuckDB runs in memory). DuckDB is an optional dependency: `npm install @duckdb/node-api`. ' +
       `The table cuts a cell at ${MAX_CELL_WIDTH} characters; \`--json\` (an array of row objects; NaN, Infinity and integers past 2^53 as strings) ` +
-      'and `--csv` (RFC 4180 quoting, a NULL as an empty field) print every value whole. A result is held in memory: ' +
+      'and `--csv` (RFC 4180 quoting, a NULL as an empty field; control characters escaped at a terminal, written as ' +
+      'they are into a pipe or a file) print every value whole. A result is held in memory: ' +
       "to export a large one, `COPY (SELECT …) TO 'out.parquet'` in the SQL.",
     examples: [
       ['The last 5 steps of a run', '$0 sql runs/exp1 "SELECT step, reward_mean, kl_mean FROM steps ORDER BY step DESC LIMIT 5"'],
@@ -39,10 +42,18 @@ export class SqlCommand extends ProbeCommand {
   /** How DuckDB is loaded: replaced in tests to play a machine without it. */
   static loadDuckDB: DuckDBLoader = importDuckDB;
 
+  /** stdout as given, before ProbeCommand escapes it: piped CSV is written byte for byte. */
+  private rawStdout: Writable | null = null;
+
   runs = Option.Rest({ name: 'run', required: 1 });
   sql = Option.String({ name: 'sql' });
   json = Option.Boolean('--json', false, { description: 'Print a JSON array of row objects instead of a table' });
   csv = Option.Boolean('--csv', false, { description: 'Print CSV (a header line, then one line per row) instead of a table' });
+
+  override async execute(): Promise<number> {
+    this.rawStdout = this.context.stdout;
+    return super.execute();
+  }
 
   async exec(): Promise<number> {
     if (this.json && this.csv) throw new UsageError('--json and --csv cannot be given together: choose one output');
@@ -50,8 +61,16 @@ export class SqlCommand extends ProbeCommand {
     const result = await querySql(this.runs, this.sql, { loadDuckDB: SqlCommand.loadDuckDB });
     for (const w of result.warnings) this.context.stderr.write(`probe: warning: ${terminalLine(w)}\n`);
     const out = this.context.stdout;
-    if (this.json || this.csv) {
-      for (const line of this.json ? jsonLines(result) : csvLines(result)) out.write(line);
+    if (this.csv) {
+      // at a terminal a control character is an instruction to it: escaped, as all output;
+      // into a pipe or a file CSV is data, and a CSV reader gets the recorded values
+      const csvOut = (out as { isTTY?: boolean }).isTTY === true ? out : (this.rawStdout ?? out);
+      for (const line of csvLines(result)) csvOut.write(line);
+      return 0;
+    }
+    if (this.json) {
+      // JSON escapes control characters itself (the C1 ones by the escaping stream)
+      for (const line of jsonLines(result)) out.write(line);
       return 0;
     }
     const table = tableLines(result, { maxCellWidth: MAX_CELL_WIDTH });
