@@ -72,7 +72,7 @@ impl LiveFeed {
                     let (fresh, ack) = match msg {
                         Msg::Rows(table) => (
                             guarded(&sink, || {
-                                push_rows(&mut doctor, &run_input(&table));
+                                push_rows(&mut doctor, &run_input(table));
                                 doctor.poll()
                             }),
                             None,

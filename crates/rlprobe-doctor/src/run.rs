@@ -85,8 +85,7 @@ pub fn diagnose_run(dir: &Path, o: &DiagnoseOptions) -> rlprobe_core::Result<Run
             *name = current.clone();
         }
     }
-    let mut run = run_input(&table);
-    drop(table);
+    let mut run = run_input(table);
     run.resolution = o.resolution.clone();
     run.kl_per_token = o.kl_per_token;
     // samples are evidence, not the diagnosis: an unreadable sample file degrades to none,
@@ -114,18 +113,20 @@ fn is_metric(name: &str) -> bool {
     !matches!(name, "step" | "timestamp" | "rank")
 }
 
-/// A scalar column as f64 values (None for list columns).
-fn scalars(values: &ColumnValues) -> Option<Vec<f64>> {
+/// A scalar column as f64 values, taken over (None for list columns).
+fn scalars(values: ColumnValues) -> Option<Vec<f64>> {
     match values {
-        ColumnValues::F64(v) => Some(v.clone()),
-        ColumnValues::I64(v) => Some(v.iter().map(|x| *x as f64).collect()),
+        ColumnValues::F64(v) => Some(v),
+        ColumnValues::I64(v) => Some(v.into_iter().map(|x| x as f64).collect()),
         ColumnValues::ListF64 { .. } => None,
     }
 }
 
 /// A step table as the doctor's input: rows ordered by step, a re-logged step kept once
-/// (its last write), so no detector sees a step twice. List columns are not series.
-pub fn run_input(table: &Table) -> RunInput {
+/// (its last write), so no detector sees a step twice. List columns are not series. The
+/// table is consumed column by column: at 1,000,000 steps a copy of it would double the
+/// diagnosis's peak memory, and rows already in order (the usual case) are not moved.
+pub fn run_input(table: Table) -> RunInput {
     let Some(step_col) = table.column("step") else {
         return RunInput::new(Vec::new());
     };
@@ -135,7 +136,10 @@ pub fn run_input(table: &Table) -> RunInput {
         ColumnValues::ListF64 { .. } => Vec::new(),
     };
     let mut order: Vec<usize> = (0..steps.len()).collect();
-    order.sort_by_key(|&i| (steps[i], i));
+    // steps logged in ascending order, each once (the usual case): nothing to sort
+    if !steps.windows(2).all(|w| w[0] < w[1]) {
+        order.sort_by_key(|&i| (steps[i], i));
+    }
     order.dedup_by(|later, earlier| {
         // dedup_by keeps the first of a run; make it the last write instead
         if steps[*later] == steps[*earlier] {
@@ -145,23 +149,30 @@ pub fn run_input(table: &Table) -> RunInput {
             false
         }
     });
+    let in_order = order.len() == steps.len() && order.iter().enumerate().all(|(k, &i)| k == i);
     let mut run = RunInput::new(order.iter().map(|&i| steps[i]).collect());
-    for (name, col) in table.names.iter().zip(&table.columns) {
-        if !is_metric(name) {
+    for (name, col) in table.names.into_iter().zip(table.columns) {
+        if !is_metric(&name) {
             continue;
         }
-        let Some(values) = scalars(&col.values) else {
+        let valid = col.valid;
+        let Some(values) = scalars(col.values) else {
             continue;
         };
-        let raw: Vec<f64> = order
-            .iter()
-            .map(|&i| values.get(i).copied().unwrap_or(f64::NAN))
-            .collect();
-        let valid: Vec<bool> = order
-            .iter()
-            .map(|&i| col.valid.get(i).copied().unwrap_or(false))
-            .collect();
-        run.insert(name, Column::from_raw(raw, Some(&valid)));
+        let column = if in_order && values.len() == order.len() && valid.len() == order.len() {
+            Column::from_raw(values, Some(&valid))
+        } else {
+            let raw: Vec<f64> = order
+                .iter()
+                .map(|&i| values.get(i).copied().unwrap_or(f64::NAN))
+                .collect();
+            let valid: Vec<bool> = order
+                .iter()
+                .map(|&i| valid.get(i).copied().unwrap_or(false))
+                .collect();
+            Column::from_raw(raw, Some(&valid))
+        };
+        run.insert(&name, column);
     }
     run
 }
@@ -277,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_relogged_step_is_seen_once_at_its_last_write_in_step_order() {
-        let run = run_input(&table(&[
+        let run = run_input(table(&[
             (3, Some(3.0)),
             (1, Some(1.0)),
             (2, Some(2.0)),
@@ -300,10 +311,28 @@ mod tests {
     }
 
     #[test]
+    fn rows_already_in_step_order_are_taken_over_with_their_gaps() {
+        let run = run_input(table(&[
+            (0, Some(1.0)),
+            (1, None),
+            (2, Some(f64::INFINITY)),
+        ]));
+        assert_eq!(run.steps, vec![0, 1, 2]);
+        let loss = &run.columns["loss"];
+        assert_eq!(loss.values[0], 1.0);
+        assert!(loss.values[1].is_nan() && loss.values[2].is_nan());
+        assert_eq!(
+            loss.nonfinite,
+            vec![2],
+            "missing is not non-finite; +Inf is"
+        );
+    }
+
+    #[test]
     fn a_logged_nan_stays_a_finding_and_a_table_without_steps_is_empty() {
-        let run = run_input(&table(&[(0, Some(f64::NAN)), (1, Some(0.5))]));
+        let run = run_input(table(&[(0, Some(f64::NAN)), (1, Some(0.5))]));
         assert_eq!(run.columns["loss"].nonfinite, vec![0]);
-        assert!(run_input(&Table::default()).is_empty());
+        assert!(run_input(Table::default()).is_empty());
     }
 
     fn write_samples(dir: &Path, index: u64, steps: std::ops::Range<i64>) {
