@@ -124,4 +124,27 @@ describe('probe diff', { concurrency: true }, () => {
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /not a run directory/);
   });
+
+  test('a run still recording: the metrics, read a few columns at a time, are compared on the rows read first', async () => {
+    const dir = path.join(tempDir('rlprobe-diff-live-'), 'run');
+    const rec = new Recorder(dir, { ...QUIET, captureEnvironment: false });
+    const row = (step: number) => ({ step, loss: 1 / (step + 1), reward_mean: step, kl_mean: 0.01 * step, entropy_mean: 2, grad_norm: 1, lr: 1e-6, extra: { a: step, b: -step, c: 2 * step } });
+    try {
+      for (let step = 0; step < 100; step++) rec.logStep(row(step));
+      assert.equal(rec.flushSync(), true);
+      const diff = diffRuns(RunReader.open(dir), RunReader.open(dir));
+      // the first pass has been read: the run grows before the next ones
+      for (let step = 100; step < 150; step++) rec.logStep(row(step));
+      assert.equal(rec.flushSync(), true);
+      const d = await diff;
+      assert.deepEqual([d.steps.a, d.steps.b], [100, 100]);
+      const byName = new Map(d.metrics.map((m) => [m.metric, m]));
+      assert.ok(byName.size >= 9, `every shared metric compared: ${[...byName.keys()].join(', ')}`);
+      assert.equal(byName.get('reward_mean')?.final.a, 99);
+      assert.equal(byName.get('loss')?.final.a, 1 / 100);
+      assert.equal(byName.get('kl_mean')?.final.a, 0.99);
+    } finally {
+      rec.close();
+    }
+  });
 });
