@@ -15,6 +15,7 @@ import { runCli } from './helpers/fixtures.js';
 interface Report {
   write: { steps: number; samplesPerStep: number; samplesWritten: number; samplesDropped: number; stepsDropped: number; stepsBytes: number; samplesBytes: number; peakRssMiB: number };
   read: { timings: Array<{ surface: string; ms: number; duckdbMs: number | null; ratio: number | null; detail: string }>; peakRssMiB: number; duckdb: boolean };
+  startup: { timings: Array<{ command: string; firstMs: number; medianMs: number; runs: number }>; loadAverage: number[]; cpus: number };
 }
 
 describe('probe scale-bench', () => {
@@ -22,7 +23,7 @@ describe('probe scale-bench', () => {
     const parent = mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-test-'));
     t.after(() => rmSync(parent, { recursive: true, force: true }));
     const out = path.join(parent, 'run');
-    const r = await runCli(['scale-bench', '--steps', '400', '--samples-per-step', '4', '--out', out, '--json']);
+    const r = await runCli(['scale-bench', '--steps', '400', '--samples-per-step', '4', '--startup-runs', '3', '--out', out, '--json']);
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Report;
     assert.equal(report.write.steps, 400);
@@ -59,11 +60,18 @@ describe('probe scale-bench', () => {
     assert.match(report.read.timings[7].detail, /^400 steps, \d+ KiB of HTML$/);
     assert.match(report.read.timings[8].detail, /^first look: 400 points, \d+ findings$/);
 
+    // the CLI's start, each a fresh process, next to Node's own (the bench fails if a probe does)
+    assert.deepEqual(report.startup.timings.map((x) => x.command), ['node -e ""', 'probe --version', 'probe info <run>']);
+    for (const x of report.startup.timings) assert.ok(x.firstMs > 0 && x.medianMs > 0 && x.runs === 2, JSON.stringify(x));
+    assert.equal(report.startup.loadAverage.length, 3);
+    assert.ok(report.startup.cpus >= 1);
+
     // text output, and the temporary recording is removed when --out is not given
-    const text = await runCli(['scale-bench', '--steps', '50', '--samples-per-step', '2']);
+    const text = await runCli(['scale-bench', '--steps', '50', '--samples-per-step', '2', '--startup-runs', '2']);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^scale benchmark: 50 steps, 2 samples kept per step \(of 4 candidates\)/);
     assert.match(text.stdout, /all step columns +[\d.]+ ms +[\d.]+ ms +[\d.]+×/);
+    assert.match(text.stdout, /CLI start \(a fresh process each, wall time\) +first +median of 1 +load average [\d.]+ [\d.]+ [\d.]+ on \d+ CPUs\n +node -e "" +\d+ ms +\d+ ms\n +probe --version +\d+ ms +\d+ ms\n +probe info <run> +\d+ ms +\d+ ms/);
     const tmpLeft = text.stdout.match(/rlprobe-scale-[A-Za-z0-9]+/);
     assert.ok(!tmpLeft || !existsSync(path.join(os.tmpdir(), tmpLeft[0])));
   });

@@ -400,7 +400,60 @@ export function readInChildren(dir: string, argsFor: (index: number) => string[]
   return { timings, peakRssMiB: Math.max(...timings.map((t) => t.peakRssMiB)), duckdb };
 }
 
-export function formatReport(w: WriteFigures, r: ReadFigures): string {
+/** Wall time of one command line, each run a fresh process. */
+export interface StartupTiming {
+  /** What ran, as a person would type it: `node -e ""`, `probe --version`, `probe info <run>`. */
+  command: string;
+  /** The first process (cold file cache for the CLI's modules, if anything is cold). */
+  firstMs: number;
+  /** The median of the processes after the first. */
+  medianMs: number;
+  /** How many processes the median is of. */
+  runs: number;
+}
+
+/** The CLI's start-up figures, and how busy the machine was while they were taken. */
+export interface StartupFigures {
+  timings: StartupTiming[];
+  /** os.loadavg() (1, 5 and 15 minutes) just before the first process: a shared machine's noise. */
+  loadAverage: number[];
+  cpus: number;
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/**
+ * How long `probe` takes to start and answer: `probe --version` (the CLI alone) and `probe
+ * info <dir>` (the CLI, the reader and the native addon), each a fresh process, next to
+ * `node -e ""` (Node's own start, the floor). `probe` is the command line that starts the
+ * CLI (`[...execArgv, entry]`). The three take turns in each round, so a burst of load on a
+ * shared machine falls on all three alike. A probe that fails is an error, never a figure.
+ */
+export function timeStartup(dir: string, probe: string[], rounds = 8): StartupFigures {
+  const loadAverage = os.loadavg();
+  const lines: Array<{ command: string; args: string[] }> = [
+    { command: 'node -e ""', args: ['-e', ''] },
+    { command: 'probe --version', args: [...probe, '--version'] },
+    { command: 'probe info <run>', args: [...probe, 'info', dir] },
+  ];
+  const times = lines.map(() => [] as number[]);
+  for (let round = 0; round < rounds; round++) {
+    lines.forEach(({ command, args }, i) => {
+      const t = performance.now();
+      const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+      times[i].push(performance.now() - t);
+      if (r.status !== 0) throw new Error(`${command} failed (exit ${r.status}, signal ${r.signal}): ${r.stderr}`);
+    });
+  }
+  const timings = lines.map(({ command }, i) => ({ command, firstMs: times[i][0], medianMs: median(times[i].slice(1)), runs: rounds - 1 }));
+  return { timings, loadAverage, cpus: os.availableParallelism() };
+}
+
+export function formatReport(w: WriteFigures, r: ReadFigures, startup?: StartupFigures): string {
   const mib = (b: number) => `${(b / 1024 / 1024).toFixed(2)} MB`;
   const lines = [
     `scale benchmark: ${w.steps} steps, ${w.samplesPerStep} samples kept per step (of ${w.candidatesPerStep} candidates)`,
@@ -417,5 +470,10 @@ export function formatReport(w: WriteFigures, r: ReadFigures): string {
     lines.push(`  ${t.surface.padEnd(44)} ${`${t.ms.toFixed(1)} ms`.padStart(10)} ${duck.padStart(10)} ${ratio.padStart(7)} ${`${t.peakRssMiB.toFixed(0)} MiB`.padStart(9)}   ${t.detail}`);
   }
   if (!r.duckdb) lines.push('  (DuckDB not installed: npm install @duckdb/node-api to compare)');
+  if (startup?.timings.length) {
+    const load = `load average ${startup.loadAverage.map((l) => l.toFixed(2)).join(' ')} on ${startup.cpus} CPUs`;
+    lines.push('', `  ${'CLI start (a fresh process each, wall time)'.padEnd(44)} ${'first'.padStart(10)} ${`median of ${startup.timings[0].runs}`.padStart(13)}   ${load}`);
+    for (const t of startup.timings) lines.push(`  ${t.command.padEnd(44)} ${`${t.firstMs.toFixed(0)} ms`.padStart(10)} ${`${t.medianMs.toFixed(0)} ms`.padStart(13)}`);
+  }
   return lines.join('\n');
 }

@@ -14,7 +14,8 @@ function report(error: unknown): void {
   process.exitCode = 1;
 }
 
-// imported, not linked: loading the native addon can fail, and that must reach report()
+// imported, not linked: a module that fails to load must reach report() (the native addon
+// loads later, with the first command that needs it: ProbeCommand reports that one)
 import('./main.js').then(
   ({ main }) =>
     main(process.argv.slice(2)).then((code) => {

@@ -25,6 +25,13 @@ import { COMMAND_GROUPS, groupCommand } from './command-groups.js';
 import { ProbeCli } from './probe-cli.js';
 import { VERSION } from '../version.js';
 
+/**
+ * Every command, registered. A command's module holds only what registration and help read
+ * (paths, usage, options and their validators); its exec() imports the code that does the
+ * work (<command>-exec.ts) when it runs. So `probe --version`, `--help` and each command
+ * load no other command's code, nor the native addon until one needs it
+ * (test/cli-startup.test.ts; start-up time: probe scale-bench).
+ */
 export function buildCli(): ProbeCli {
   const cli = new ProbeCli({ binaryName: 'probe', binaryLabel: 'rlprobe', binaryVersion: VERSION });
   cli.register(Builtins.HelpCommand);

@@ -1,8 +1,5 @@
 import { Command, Option } from 'clipanion';
 
-import { formatRunDiff } from '../../diff/format.js';
-import { diffRuns } from '../../diff/run-diff.js';
-import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
 
 export class DiffCommand extends ProbeCommand {
@@ -28,8 +25,7 @@ export class DiffCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
 
   async exec(): Promise<number> {
-    const d = await diffRuns(RunReader.open(this.a), RunReader.open(this.b));
-    this.context.stdout.write(this.json ? `${JSON.stringify(d, null, 2)}\n` : `${formatRunDiff(d)}\n`);
-    return 0;
+    const { execDiff } = await import('./diff-exec.js');
+    return execDiff(this);
   }
 }

@@ -1,11 +1,5 @@
 import { Command, Option, UsageError } from 'clipanion';
 
-import { diagnose } from '../../doctor/diagnose.js';
-import { atLeast } from '../../doctor/finding.js';
-import { formatDiagnosis } from '../../doctor/format.js';
-import { native } from '../../errors.js';
-import { doctorDetectors } from '../../native.js';
-import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { valueOption } from '../named-options.js';
@@ -40,14 +34,11 @@ export class DoctorCommand extends ProbeCommand {
 
   async exec(): Promise<number> {
     if (this.detectors) {
-      const list = native(() => doctorDetectors());
-      this.context.stdout.write(this.json ? `${JSON.stringify(list, null, 2)}\n` : `${list.map((d) => `${d.name.padEnd(22)} ${d.codes.join(', ')}\n${' '.repeat(23)}reads ${d.reads}`).join('\n')}\n`);
-      return 0;
+      const { listDetectors } = await import('./doctor-exec.js');
+      return listDetectors(this);
     }
     if (this.run === undefined) throw new UsageError('missing the run directory: probe doctor <run> (or probe doctor --detectors)');
-    const d = diagnose(RunReader.open(this.run), { since: this.since, samples: this.samples });
-    this.context.stdout.write(this.json ? `${JSON.stringify(d, null, 2)}\n` : `${formatDiagnosis(d)}\n`);
-    const level = this.failOn;
-    return level && d.findings.some((f) => atLeast(f, level)) ? FINDINGS_EXIT_CODE : EXIT_CODES.ok;
+    const { execDoctor } = await import('./doctor-exec.js');
+    return execDoctor(this.run, this);
   }
 }

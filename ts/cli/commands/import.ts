@@ -1,31 +1,13 @@
 import { Command, Option } from 'clipanion';
 
-import { importJsonl } from '../../import/jsonl.js';
-import { importTensorboard } from '../../import/tensorboard.js';
-import { importTrl } from '../../import/trl.js';
-import { importVerl } from '../../import/verl.js';
-import type { ImportResult } from '../../import/write-import.js';
 import { ProbeCommand } from '../base-command.js';
 import { valueOption } from '../named-options.js';
-import { terminalLine } from '../terminal-text.js';
+import type { ImportFormat } from './import-exec.js';
 
 const SHARED_DETAILS =
   'Writes a normal recording (read it with `probe info` and every other command) into OUT, which must not exist or be empty. ' +
   'The source file is only read; its path, SHA-256 and the printing resolution of rounded values are kept in the manifest ' +
   '(`extra.source`). Metrics without a StepRecord field land in `extra.<original name>`, held-out ones (`val/…`, `eval_…`) included.';
-
-function count(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
-
-/** What was skipped: source lines, or TensorBoard's records and non-scalar summaries. */
-function skippedText(r: ImportResult): string {
-  if (r.files === undefined || r.records === undefined) return `${count(r.skipped_lines, 'line')} skipped`;
-  const nonScalar = Object.values(r.skipped_non_scalar ?? {});
-  const summaries = nonScalar.reduce((a, b) => a + b, 0);
-  const others = summaries > 0 ? ` (non-scalar summaries: ${summaries} under ${count(nonScalar.length, 'tag')})` : '';
-  return `${count(r.records, 'record')} read from ${count(r.files.length, 'event file')}, ${r.skipped_lines} without a scalar skipped${others}`;
-}
 
 /** The shared arguments and output of the import commands. */
 abstract class ImportCommand extends ProbeCommand {
@@ -34,23 +16,12 @@ abstract class ImportCommand extends ProbeCommand {
   algorithm = valueOption('--algorithm', { value: 'NAME', description: 'Algorithm for the manifest (grpo, ppo, …) instead of the one inferred' });
   json = Option.Boolean('--json', false, { description: 'Print a JSON summary instead of text' });
 
-  abstract runImport(): ImportResult;
+  /** Which importer (import-exec.ts) reads the source. */
+  abstract readonly importer: ImportFormat;
 
   async exec(): Promise<number> {
-    const r = this.runImport();
-    // never silent: what the import read past goes to stderr, with --json too
-    for (const warning of r.warnings ?? []) this.context.stderr.write(`probe: warning: ${terminalLine(warning)}\n`);
-    if (this.json) {
-      this.context.stdout.write(`${JSON.stringify(r)}\n`);
-      return 0;
-    }
-    const rounded = Object.keys(r.resolution).length;
-    const line =
-      `imported ${r.rows} row${r.rows === 1 ? '' : 's'} (steps ${r.first_step} … ${r.last_step}, ${r.columns.length} columns` +
-      `${rounded ? `, ${rounded} printed rounded` : ''}) from ${r.source} into ${r.out_dir} (${r.format}, algorithm ${r.algorithm}); ` +
-      skippedText(r);
-    this.context.stdout.write(`${terminalLine(line)}\n`);
-    return 0;
+    const { execImport } = await import('./import-exec.js');
+    return execImport(this.importer, this);
   }
 }
 
@@ -67,9 +38,7 @@ export class ImportTrlCommand extends ImportCommand {
     ],
   });
 
-  runImport(): ImportResult {
-    return importTrl(this.source, this.out, { algorithm: this.algorithm });
-  }
+  readonly importer = 'trl';
 }
 
 export class ImportVerlCommand extends ImportCommand {
@@ -83,9 +52,7 @@ export class ImportVerlCommand extends ImportCommand {
     ],
   });
 
-  runImport(): ImportResult {
-    return importVerl(this.source, this.out, { algorithm: this.algorithm });
-  }
+  readonly importer = 'verl';
 }
 
 export class ImportJsonlCommand extends ImportCommand {
@@ -101,9 +68,7 @@ export class ImportJsonlCommand extends ImportCommand {
 
   map = valueOption('--map', { value: 'MAP', required: true, description: 'The map file (JSON): step key, column mapping, resolution, algorithm' });
 
-  runImport(): ImportResult {
-    return importJsonl(this.source, this.out, { map: this.map, algorithm: this.algorithm });
-  }
+  readonly importer = 'jsonl';
 }
 
 export class ImportTensorboardCommand extends ImportCommand {
@@ -127,7 +92,5 @@ export class ImportTensorboardCommand extends ImportCommand {
     ],
   });
 
-  runImport(): ImportResult {
-    return importTensorboard(this.source, this.out, { algorithm: this.algorithm });
-  }
+  readonly importer = 'tensorboard';
 }

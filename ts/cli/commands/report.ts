@@ -1,30 +1,10 @@
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
-
 import { Command, Option, UsageError } from 'clipanion';
 
-import { RunReader } from '../../reader/run-reader.js';
-import { buildReport } from '../../report/build-report.js';
-import { renderHtml } from '../../report/html.js';
-import { renderMarkdown } from '../../report/markdown.js';
-import { buildRunsReport } from '../../report/runs-report.js';
-import { renderRunsHtml } from '../../report/runs-html.js';
-import { renderRunsMarkdown } from '../../report/runs-markdown.js';
 import { ProbeCommand } from '../base-command.js';
-import { bytes } from '../format.js';
 import { valueOption } from '../named-options.js';
 import { isCount, isOneOf, isStepList } from '../option-values.js';
-import { Progress } from '../progress.js';
-import { terminalLine } from '../terminal-text.js';
 
 const FORMATS = ['html', 'md', 'both'] as const;
-
-/** A report rendered: HTML and Markdown (links relative to `linkBase`), and what it holds. */
-interface Rendered {
-  html: (linkBase: string) => string;
-  md: (linkBase: string, htmlLink: string | undefined) => string;
-  summary: string;
-}
 
 export class ReportCommand extends ProbeCommand {
   static paths = [['report']];
@@ -74,58 +54,7 @@ export class ReportCommand extends ProbeCommand {
     if (this.against !== undefined && this.runs.length > 1) {
       throw new UsageError(`--against compares one run with another: give one run (got ${this.runs.length}), or drop --against to overlay them`);
     }
-    const readers = this.runs.map((r) => RunReader.open(r));
-    const progress = new Progress(this.context.stderr, 'report');
-    let stages = 0;
-    const onProgress = (done: number, total: number, stage: string) => {
-      stages = total;
-      progress.update(done, total, stage);
-    };
-    const options = { steps: this.steps, samplesPerReason: this.perReason, buckets: this.buckets, samples: this.samples, onProgress };
-    const rendered = readers.length === 1 ? await this.oneRun(readers[0], options) : await this.severalRuns(readers, options);
-    progress.update(stages, stages, 'done');
-    progress.done();
-    if (this.format === 'md') {
-      // links from standard output are relative to the current directory
-      const md = rendered.md(this.out === undefined ? process.cwd() : path.dirname(path.resolve(this.out)), this.link);
-      if (this.out === undefined) this.context.stdout.write(md);
-      else {
-        writeFileSync(this.out, md);
-        this.context.stdout.write(`${terminalLine(`wrote ${this.out} (${bytes(Buffer.byteLength(md))}): ${rendered.summary}`)}\n`);
-      }
-      return 0;
-    }
-    const htmlPath = this.out ?? 'report.html';
-    const base = path.dirname(path.resolve(htmlPath));
-    const html = rendered.html(base);
-    writeFileSync(htmlPath, html);
-    this.context.stdout.write(`${terminalLine(`wrote ${htmlPath} (${bytes(Buffer.byteLength(html))}): ${rendered.summary}`)}\n`);
-    if (this.format === 'both') {
-      const mdPath = htmlPath.replace(/\.html?$/i, '') + '.md';
-      // the Markdown sits beside the HTML, so a relative link survives moving both
-      writeFileSync(mdPath, rendered.md(base, this.link ?? encodeURI(path.basename(htmlPath))));
-      this.context.stdout.write(`${terminalLine(`wrote ${mdPath}`)}\n`);
-    }
-    return 0;
-  }
-
-  private async oneRun(reader: RunReader, options: Parameters<typeof buildReport>[1]): Promise<Rendered> {
-    const against = this.against === undefined ? undefined : RunReader.open(this.against);
-    const report = await buildReport(reader, { ...options, against });
-    return {
-      html: (linkBase) => renderHtml(report, { linkBase }),
-      md: (linkBase, htmlLink) => renderMarkdown(report, { htmlLink, linkBase }),
-      summary: `${report.charts.length} charts, ${report.diagnosis.findings.length} findings, ${report.forensics.length} sample steps, ${report.events.total} events`,
-    };
-  }
-
-  private async severalRuns(readers: RunReader[], options: Parameters<typeof buildRunsReport>[1]): Promise<Rendered> {
-    const report = await buildRunsReport(readers, options);
-    const sum = (f: (r: (typeof report.runs)[number]['report']) => number) => report.runs.reduce((n, r) => n + f(r.report), 0);
-    return {
-      html: (linkBase) => renderRunsHtml(report, { linkBase }),
-      md: (linkBase, htmlLink) => renderRunsMarkdown(report, { htmlLink, linkBase }),
-      summary: `${report.runs.length} runs, ${report.charts.length} charts, ${sum((r) => r.diagnosis.findings.length)} findings, ${sum((r) => r.forensics.length)} sample steps, ${sum((r) => r.events.total)} events`,
-    };
+    const { execReport } = await import('./report-exec.js');
+    return execReport(this);
   }
 }

@@ -1,9 +1,6 @@
 import { Command, Option } from 'clipanion';
 
-import { RlprobeError } from '../../errors.js';
-import { RunReader } from '../../reader/run-reader.js';
 import { ProbeCommand } from '../base-command.js';
-import { formatSample, sampleJsonLine } from './samples.js';
 
 export class SampleCommand extends ProbeCommand {
   static paths = [['sample']];
@@ -21,12 +18,7 @@ export class SampleCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print JSON instead of text' });
 
   async exec(): Promise<number> {
-    const found = [...RunReader.open(this.run).samples({ sampleId: this.id })];
-    if (found.length === 0) throw new RlprobeError('RLPROBE_INVALID_QUERY', `no sample with id ${JSON.stringify(this.id)} in ${this.run}`);
-    // the same id on several ranks (or logged twice): every match, in reading order
-    for (const s of found) {
-      this.context.stdout.write(this.json ? sampleJsonLine(s) : formatSample(s, true));
-    }
-    return 0;
+    const { execSample } = await import('./sample-exec.js');
+    return execSample(this);
   }
 }

@@ -1,55 +1,9 @@
-import { Command, Option, UsageError } from 'clipanion';
+import { Command, Option } from 'clipanion';
 
-import { diagnose } from '../../doctor/diagnose.js';
-import { findingByCode } from '../../doctor/finding-by-code.js';
-import { RunReader } from '../../reader/run-reader.js';
-import type { SampleQuery } from '../../reader/sample-stream.js';
 import { CAPTURE_REASONS } from '../../schema/sample-record.js';
-import type { StoredSampleRecord } from '../../schema/sample-record.js';
 import { ProbeCommand } from '../base-command.js';
 import { listOption, valueOption } from '../named-options.js';
-import { areCounts, isCount, isRewardRange, isStepRange, orList } from '../option-values.js';
-import { terminalLine, terminalText } from '../terminal-text.js';
-
-const WHY: Record<string, string> = {
-  top_k: 'top reward of its batch',
-  bottom_k: 'bottom reward of its batch',
-  random: 'random draw from the middle',
-  all: 'whole batch kept',
-};
-
-function num(x: number | undefined, digits = 3, signed = false): string {
-  if (x === undefined) return '—';
-  if (Number.isNaN(x)) return 'NaN';
-  const s = Number.isInteger(x) ? String(x) : x.toFixed(digits);
-  return signed && x > 0 ? `+${s}` : s;
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}… (${text.length} chars)` : flat;
-}
-
-/**
- * Refuses a --reason that no sample can have: the standard reasons always pass; one of the
- * caller's own (`logSamples` with `select: false` keeps it) only when the run has it.
- */
-function checkReasons(reader: RunReader, reasons: readonly string[]): void {
-  const own = [...new Set(reasons.filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r)))];
-  if (own.length === 0) return;
-  const found = new Set<string>();
-  for (const s of reader.samples({ reason: own, columns: ['capture_reason'] })) {
-    found.add(s.capture_reason ?? '');
-    if (found.size === own.length) return;
-  }
-  const unknown = own.find((r) => !found.has(r));
-  if (unknown === undefined) return;
-  // the error path only: every reason the run has, to list them
-  const inRun = new Set<string>();
-  for (const s of reader.samples({ columns: ['capture_reason'] })) if (s.capture_reason) inRun.add(s.capture_reason);
-  const valid = [...CAPTURE_REASONS, ...[...inRun].filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r)).sort()];
-  throw new UsageError(`invalid --reason ${JSON.stringify(unknown)}: expected ${orList(valid)}`);
-}
+import { areCounts, isCount, isRewardRange, isStepRange } from '../option-values.js';
 
 export class SamplesCommand extends ProbeCommand {
   static paths = [['samples']];
@@ -88,74 +42,7 @@ export class SamplesCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'One JSON object per line instead of text' });
 
   async exec(): Promise<number> {
-    const reader = RunReader.open(this.run);
-    const query: SampleQuery = {};
-    if (this.step !== undefined) query.step = this.step;
-    if (this.steps !== undefined) query.stepRange = this.steps;
-    if (this.reasons.length) {
-      checkReasons(reader, this.reasons);
-      query.reason = this.reasons;
-    }
-    if (this.group !== undefined) query.group = this.group;
-    if (this.reward !== undefined) Object.assign(query, this.reward);
-    if (this.truncated !== undefined) query.truncated = this.truncated;
-    if (this.text !== undefined) query.text = this.text;
-    if (this.aroundFinding !== undefined) query.aroundFinding = findingByCode(diagnose(reader, { samples: false }), this.aroundFinding);
-    if (this.ranks.length) query.rank = this.ranks;
-    const out = this.context.stdout;
-    let printed = 0;
-    for (const s of reader.samples(query)) {
-      if (this.limit > 0 && printed === this.limit) {
-        if (!this.json) out.write(`… stopped at ${this.limit} samples (--limit 0 prints all)\n`);
-        break;
-      }
-      out.write(this.json ? sampleJsonLine(s) : formatSample(s, this.full));
-      printed++;
-    }
-    if (printed === 0 && !this.json) out.write('no samples match\n');
-    return 0;
+    const { execSamples } = await import('./samples-exec.js');
+    return execSamples(this);
   }
-}
-
-/** One sample as a JSON line (NaN and ±Infinity as strings, which JSON lacks). */
-export function sampleJsonLine(s: StoredSampleRecord): string {
-  return `${JSON.stringify(s, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v))}\n`;
-}
-
-/**
- * One sample for a person: why it was kept, its numbers, then prompt and completion
- * (`full`: whole, over several lines). Ids, keys and labels come from the trainer and
- * texts from the model: each line is escaped for the terminal.
- */
-export function formatSample(s: StoredSampleRecord, full: boolean): string {
-  const reason = s.capture_reason ?? '—';
-  const why = WHY[reason] ? ` (${WHY[reason]})` : '';
-  const len = s.completion_len === undefined ? '' : `  len ${s.completion_len}${s.truncated ? ' TRUNCATED' : ''}`;
-  const group = s.group_id === undefined ? '' : `  group ${s.group_id}`;
-  const lines = [
-    terminalLine(`step ${s.step}  ${reason}${why}  reward ${num(s.reward_total)}  adv ${num(s.advantage, 3, true)}${len}${group}  rank ${s.rank}  id ${s.sample_id}`),
-  ];
-  if (s.reward_components) {
-    lines.push(terminalLine(`  components  ${Object.entries(s.reward_components).map(([k, v]) => `${k}=${num(v)}`).join('  ')}`));
-  }
-  const extras: string[] = [];
-  if (s.logprob_mean !== undefined) extras.push(`logprob_mean=${num(s.logprob_mean)}`);
-  if (s.kl_contribution !== undefined) extras.push(`kl=${num(s.kl_contribution, 4)}`);
-  for (const [k, v] of Object.entries(s.extra ?? {})) extras.push(`${k}=${num(v)}`);
-  if (extras.length) lines.push(terminalLine(`  metrics     ${extras.join('  ')}`));
-  if (s.span_id !== undefined || s.labels !== undefined) {
-    const labels = Object.entries(s.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
-    lines.push(terminalLine(`  span        ${s.span_id ?? '—'}${labels ? `  labels ${labels}` : ''}`));
-  }
-  const show = (label: string, text: string | undefined) => {
-    if (text === undefined) return;
-    if (full) lines.push(`  ${label}:`, ...text.split('\n').map((l) => `    ${terminalText(l)}`));
-    else lines.push(`  ${label.padEnd(10)}  ${terminalLine(oneLine(text, 160))}`);
-  };
-  show('prompt', s.prompt_text);
-  show('completion', s.completion_text);
-  if (s.completion_text === undefined && s.completion_token_ids) {
-    lines.push(`  tokens      ${s.completion_token_ids.length} ids: ${s.completion_token_ids.slice(0, 16).join(' ')}${s.completion_token_ids.length > 16 ? ' …' : ''}`);
-  }
-  return `${lines.join('\n')}\n\n`;
 }

@@ -4,10 +4,7 @@ import { Command, Option, UsageError } from 'clipanion';
 
 import { importDuckDB } from '../../sql/duckdb-loader.js';
 import type { DuckDBLoader } from '../../sql/duckdb-loader.js';
-import { csvLines, jsonLines, tableLines } from '../../sql/result-formats.js';
-import { querySql } from '../../sql/run-sql.js';
 import { ProbeCommand } from '../base-command.js';
-import { terminalLine } from '../terminal-text.js';
 
 /** Columns a table cell may take before it is cut (`--json` and `--csv` print every value whole). */
 const MAX_CELL_WIDTH = 80;
@@ -58,24 +55,16 @@ export class SqlCommand extends ProbeCommand {
   async exec(): Promise<number> {
     if (this.json && this.csv) throw new UsageError('--json and --csv cannot be given together: choose one output');
     if (this.sql.trim() === '') throw new UsageError('the SQL is empty: give a query, e.g. "SELECT * FROM steps LIMIT 5"');
-    const result = await querySql(this.runs, this.sql, { loadDuckDB: SqlCommand.loadDuckDB });
-    for (const w of result.warnings) this.context.stderr.write(`probe: warning: ${terminalLine(w)}\n`);
-    const out = this.context.stdout;
-    if (this.csv) {
-      // at a terminal a control character is an instruction to it: escaped, as all output;
-      // into a pipe or a file CSV is data, and a CSV reader gets the recorded values
-      const csvOut = (out as { isTTY?: boolean }).isTTY === true ? out : (this.rawStdout ?? out);
-      for (const line of csvLines(result)) csvOut.write(line);
-      return 0;
-    }
-    if (this.json) {
-      // JSON escapes control characters itself (the C1 ones by the escaping stream)
-      for (const line of jsonLines(result)) out.write(line);
-      return 0;
-    }
-    const table = tableLines(result, { maxCellWidth: MAX_CELL_WIDTH });
-    out.write(`${table.lines.join('\n')}\n`);
-    if (table.cut) out.write(`(cells longer than ${MAX_CELL_WIDTH} characters are cut: --json or --csv prints them whole)\n`);
-    return 0;
+    const { execSql } = await import('./sql-exec.js');
+    return execSql({
+      runs: this.runs,
+      sql: this.sql,
+      json: this.json,
+      csv: this.csv,
+      context: this.context,
+      rawStdout: this.rawStdout ?? this.context.stdout,
+      loadDuckDB: SqlCommand.loadDuckDB,
+      maxCellWidth: MAX_CELL_WIDTH,
+    });
   }
 }

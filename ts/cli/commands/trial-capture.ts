@@ -1,11 +1,8 @@
 import { Command, Option } from 'clipanion';
 
-import { captureTrial } from '../../trials/capture.js';
 import { ProbeCommand } from '../base-command.js';
 import { listOption, valueOption } from '../named-options.js';
 import { areKeyValues, isCount, isPositive } from '../option-values.js';
-import { terminalLine } from '../terminal-text.js';
-import { captureLine, loadParserModules } from './trial-common.js';
 
 export class TrialCaptureCommand extends ProbeCommand {
   static paths = [['trial', 'capture']];
@@ -35,17 +32,7 @@ export class TrialCaptureCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print the capture manifest as JSON' });
 
   async exec(): Promise<number> {
-    await loadParserModules(this.parserModules);
-    const m = await captureTrial(this.trialDir, {
-      run: this.run,
-      step: this.step,
-      sampleId: this.sampleId,
-      groupId: this.groupId,
-      context: Object.fromEntries(this.contextPairs),
-      maxFileBytes: this.maxFileBytes,
-      maxSpans: this.maxSpans,
-    });
-    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${terminalLine(captureLine(m, this.run))}\n`);
-    return 0;
+    const { execTrialCapture } = await import('./trial-capture-exec.js');
+    return execTrialCapture(this);
   }
 }

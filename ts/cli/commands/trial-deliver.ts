@@ -1,10 +1,7 @@
 import { Command, Option } from 'clipanion';
 
-import { deliverStaged } from '../../trials/staging.js';
 import { ProbeCommand } from '../base-command.js';
 import { valueOption } from '../named-options.js';
-import { terminalLine } from '../terminal-text.js';
-import { captureLine } from './trial-common.js';
 
 export class TrialDeliverCommand extends ProbeCommand {
   static paths = [['trial', 'deliver']];
@@ -27,24 +24,7 @@ export class TrialDeliverCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print the delivery results as JSON' });
 
   async exec(): Promise<number> {
-    const results = await deliverStaged(this.staging, { run: this.run });
-    const out = this.context.stdout;
-    if (this.json) out.write(`${JSON.stringify(results.map(({ manifest, ...r }) => ({ ...r, spans: manifest?.spans.count ?? null })), null, 2)}\n`);
-    else {
-      for (const r of results) {
-        if (r.manifest) {
-          out.write(`${terminalLine(captureLine(r.manifest, this.run).replace(/^captured/, 'delivered'))}\n`);
-          continue;
-        }
-        if (r.error !== undefined) {
-          out.write(`${terminalLine(`NOT DELIVERED ${r.dir}: ${r.error}`)}\n`);
-          continue;
-        }
-        out.write(`${terminalLine(`NOT DELIVERED ${r.dir}: ${r.delivered} files confirmed, ${r.unconfirmed.length} not:`)}\n`);
-        for (const u of r.unconfirmed) out.write(`${terminalLine(`  ${u.status.padEnd(7)} ${u.path}  (attempts ${u.attempts}${u.last_error ? `; ${u.last_error}` : ''})`)}\n`);
-        out.write(`${terminalLine(`  run \`probe trial deliver ${r.dir} --run ${this.run}\` again to retry`)}\n`);
-      }
-    }
-    return results.every((r) => r.status === 'delivered') ? 0 : 1;
+    const { execTrialDeliver } = await import('./trial-deliver-exec.js');
+    return execTrialDeliver(this);
   }
 }

@@ -1,11 +1,7 @@
 import { Command, Option } from 'clipanion';
 
-import { RunReader } from '../../reader/run-reader.js';
-import { expandCapture } from '../../trials/capture.js';
 import { ProbeCommand } from '../base-command.js';
 import { listOption, valueOption } from '../named-options.js';
-import { terminalLine } from '../terminal-text.js';
-import { captureLine, loadParserModules } from './trial-common.js';
 
 export class TrialExpandCommand extends ProbeCommand {
   static paths = [['trial', 'expand']];
@@ -29,10 +25,7 @@ export class TrialExpandCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print the rewritten capture manifest as JSON' });
 
   async exec(): Promise<number> {
-    await loadParserModules(this.parserModules);
-    const t = RunReader.open(this.run).trial(this.capture);
-    const m = expandCapture(t.run_dir, t.capture_key, this.file);
-    this.context.stdout.write(this.json ? `${JSON.stringify(m, null, 2)}\n` : `${terminalLine(captureLine(m, this.run).replace(/^captured/, 'expanded'))}\n`);
-    return 0;
+    const { execTrialExpand } = await import('./trial-expand-exec.js');
+    return execTrialExpand(this);
   }
 }

@@ -1,11 +1,8 @@
 import { Command, Option } from 'clipanion';
 
-import { stageTrial } from '../../trials/staging.js';
 import { ProbeCommand } from '../base-command.js';
 import { listOption, valueOption } from '../named-options.js';
 import { areKeyValues, isCount, isPositive } from '../option-values.js';
-import { terminalLine } from '../terminal-text.js';
-import { ledgerText, rewardText } from './trial-common.js';
 
 export class TrialStageCommand extends ProbeCommand {
   static paths = [['trial', 'stage']];
@@ -30,17 +27,7 @@ export class TrialStageCommand extends ProbeCommand {
   json = Option.Boolean('--json', false, { description: 'Print the staged record as JSON' });
 
   async exec(): Promise<number> {
-    const { dir, staged } = await stageTrial(this.trialDir, {
-      to: this.to,
-      step: this.step,
-      sampleId: this.sampleId,
-      groupId: this.groupId,
-      context: Object.fromEntries(this.contextPairs),
-      maxFileBytes: this.maxFileBytes,
-      maxSpans: this.maxSpans,
-    });
-    if (this.json) this.context.stdout.write(`${JSON.stringify({ dir, ...staged }, null, 2)}\n`);
-    else this.context.stdout.write(`${terminalLine(`staged ${JSON.stringify(staged.trial.name)} for step ${staged.step} in ${dir}: ${rewardText(staged.trial.rewards)}; files ${ledgerText(staged.collection)}; delivery pending`)}\n`);
-    return 0;
+    const { execTrialStage } = await import('./trial-stage-exec.js');
+    return execTrialStage(this);
   }
 }

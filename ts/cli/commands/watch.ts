@@ -1,12 +1,9 @@
 import { Command, Option } from 'clipanion';
 
-import { formatFinding } from '../../doctor/format.js';
-import { RunWatcher } from '../../doctor/watch.js';
 import { ProbeCommand } from '../base-command.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { valueOption } from '../named-options.js';
 import { isNumberIn, isOneOf, isPositive } from '../option-values.js';
-import { terminalLine } from '../terminal-text.js';
 
 /** Exit code after a halt: the run was stopped on a finding. */
 export const HALTED_EXIT_CODE = EXIT_CODES.findings;
@@ -38,39 +35,7 @@ export class WatchCommand extends ProbeCommand {
   haltCommand = valueOption('--halt-command', { value: 'COMMAND', description: 'Run this shell command on a halt' });
 
   async exec(): Promise<number> {
-    const interval = this.interval;
-    const watcher = new RunWatcher(this.run, {
-      haltOn: this.haltOn,
-      minConfidence: this.minConfidence,
-      haltPid: this.haltPid,
-      haltCommand: this.haltCommand,
-    });
-    const out = this.context.stdout;
-    const stop = new AbortController();
-    const onSigint = () => stop.abort();
-    process.once('SIGINT', onSigint);
-    let halted = false;
-    let announced = false;
-    try {
-      await watcher.follow(
-        interval,
-        (r) => {
-          if (!announced && !this.json) {
-            this.context.stderr.write(`watching ${terminalLine(watcher.runDir)} (${r.points} logged points so far)\n`);
-            announced = true;
-          }
-          for (const f of r.findings) out.write(this.json ? `${JSON.stringify({ type: 'finding', ...f })}\n` : `${formatFinding(f)}\n`);
-          if (r.halt) {
-            halted = true;
-            out.write(this.json ? `${JSON.stringify({ type: 'halt', code: r.halt.finding.code, actions: r.halt.actions })}\n` : `${terminalLine(`HALT on ${r.halt.finding.code}: ${r.halt.actions.join('; ')}`)}\n`);
-          }
-          if (r.ended && !this.json) this.context.stderr.write(`run ended after ${r.points} logged points\n`);
-        },
-        stop.signal,
-      );
-    } finally {
-      process.off('SIGINT', onSigint);
-    }
-    return halted ? HALTED_EXIT_CODE : EXIT_CODES.ok;
+    const { execWatch } = await import('./watch-exec.js');
+    return execWatch(this);
   }
 }
