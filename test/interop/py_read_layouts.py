@@ -8,25 +8,12 @@ and row count.
 Non-finite floats are written as the strings "NaN", "Infinity", "-Infinity".
 """
 import json
-import math
 import os
 import sys
 
 from rlprobe.storage import RunReader
 
-
-def clean(v):
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "Infinity" if v > 0 else "-Infinity"
-        return v
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    return v
+from json_safe import clean
 
 
 def read(run_dir):

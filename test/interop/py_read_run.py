@@ -5,7 +5,6 @@ Non-finite floats are written as the strings "NaN", "Infinity", "-Infinity".
 """
 import glob
 import json
-import math
 import os
 import sys
 
@@ -13,21 +12,7 @@ import duckdb
 import pyarrow.parquet as pq
 from rlprobe.storage import RunReader
 
-
-def clean(v):
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "Infinity" if v > 0 else "-Infinity"
-        return v
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    if hasattr(v, "tolist"):
-        return clean(v.tolist())
-    return v
+from json_safe import clean
 
 
 def main(run_dir: str) -> None:

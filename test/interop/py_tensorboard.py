@@ -31,16 +31,7 @@ import sys
 
 import numpy as np
 
-
-def clean(v):
-    """Non-finite floats as the strings "NaN", "Infinity", "-Infinity" (JSON has none)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    return v
+from json_safe import clean
 
 
 def f32(x):

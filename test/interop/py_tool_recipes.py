@@ -16,7 +16,6 @@ Non-finite floats are written as the strings "NaN", "Infinity", "-Infinity".
 """
 import glob
 import json
-import math
 import os
 import re
 import sys
@@ -27,19 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-
-def clean(v):
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "Infinity" if v > 0 else "-Infinity"
-        return v
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    return v
+from json_safe import clean
 
 
 def sql(path):

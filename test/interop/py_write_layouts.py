@@ -18,23 +18,14 @@ from 180; samples every 10 steps with reward_component.style from 100.
 Non-finite floats are written as the strings "NaN", "Infinity", "-Infinity".
 """
 import json
-import math
 import os
 import sys
 
 from rlprobe import Recorder
 
+from json_safe import clean
+
 CHUNK = 30
-
-
-def clean(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [clean(x) for x in v]
-    return v
 
 
 def step_metrics(step, generation):

@@ -3,21 +3,11 @@
 usage: py_write_run.py RUN_DIR   — prints the expected records as JSON on stdout
 """
 import json
-import math
 import sys
 
 from rlprobe import Recorder, SamplingConfig
 
-
-def clean(v):
-    """Non-finite floats as the strings "NaN", "Infinity", "-Infinity" (JSON has none)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [clean(x) for x in v]
-    return v
+from json_safe import clean
 
 
 def main(run_dir: str) -> None:
