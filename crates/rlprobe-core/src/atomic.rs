@@ -65,6 +65,36 @@ pub fn publish<T>(
     result
 }
 
+/// Publishes `dir/final_name` (as `publish`) in a stream directory of a run (`steps/`,
+/// `samples/`, `spans/`), creating that directory but never the run directory above it: a
+/// run directory that vanished is the writer's to notice. A compaction removes an emptied
+/// `steps/` between our create and the temporary's creation; then simply try again.
+pub fn publish_in_stream_dir<T>(
+    dir: &Path,
+    final_name: &str,
+    fill: impl Fn(File, &Path) -> Result<(T, File)>,
+) -> Result<T> {
+    let write = || {
+        match fs::create_dir(dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(Error::io("creating", dir, e))
+            }
+            _ => {}
+        }
+        publish(dir, final_name, &fill)
+    };
+    let mut result = write();
+    for _ in 0..3 {
+        match &result {
+            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => {
+                result = write()
+            }
+            _ => break,
+        }
+    }
+    result
+}
+
 /// Runs `open` again while a file it opens is not found (a compaction moved it between our
 /// listing and our open), at most 8 times; then the last such error.
 pub fn retry_while_files_move<T>(mut open: impl FnMut() -> Result<T>) -> Result<T> {

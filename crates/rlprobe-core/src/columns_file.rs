@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::{FieldRef, Schema, SchemaRef};
 
-use crate::atomic::publish;
+use crate::atomic::publish_in_stream_dir;
 use crate::error::{Error, Result};
 use crate::layout::{list_stream_dir, COLUMNS_FILE};
 use crate::parquet_io::{arrow_writer, ParquetFile};
@@ -37,25 +37,10 @@ pub fn union_of(stream: Stream, schemas: &[SchemaRef]) -> Result<SchemaRef> {
 
 /// Publishes `dir/columns.parquet` with `schema` and no rows, atomically, creating `dir`.
 pub fn write_columns_file(dir: &Path, schema: &SchemaRef) -> Result<()> {
-    let write = || {
-        fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
-        publish(dir, COLUMNS_FILE, |file, tmp| {
-            let w = arrow_writer(file, tmp, schema.clone(), Codec::default(), Vec::new())?;
-            Ok(((), w.into_inner()?))
-        })
-    };
-    // a compaction of the live run removes an emptied steps/ between our create and the
-    // temporary's creation: try again (as a part write does)
-    let mut result = write();
-    for _ in 0..3 {
-        match &result {
-            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => {
-                result = write()
-            }
-            _ => break,
-        }
-    }
-    result
+    publish_in_stream_dir(dir, COLUMNS_FILE, |file, tmp| {
+        let w = arrow_writer(file, tmp, schema.clone(), Codec::default(), Vec::new())?;
+        Ok(((), w.into_inner()?))
+    })
 }
 
 /// What the writer last published as a directory's `columns.parquet`, kept so that a part

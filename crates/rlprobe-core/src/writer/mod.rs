@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::atomic::{publish, remove_stray_temps, write_file_atomic};
+use crate::atomic::{publish_in_stream_dir, remove_stray_temps, write_file_atomic};
 use crate::columns_file::ColumnsHead;
 use crate::compact::{compact_steps, next_part_index, CompactReport};
 use crate::encoding::StepBatch;
@@ -1208,30 +1208,10 @@ impl WriterThread {
     }
 }
 
-/// Publishes `part` as `dir/name`, atomically. Only the stream's own directory is created
-/// here, never the run directory: a run directory that vanished is `watch_run_dir`'s.
+/// Publishes `part` as `dir/name`, atomically (the stream directory is created, never the
+/// run directory: a run directory that vanished is `watch_run_dir`'s).
 fn write_part(dir: &Path, name: &str, part: &Part) -> Result<()> {
-    let write = || {
-        match std::fs::create_dir(dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::io("creating", dir, e))
-            }
-            _ => {}
-        }
-        publish(dir, name, |file, tmp| Ok(((), part.write(file, tmp)?)))
-    };
-    // A compaction removes an empty part directory; if it does so between our create_dir
-    // and the temporary's creation, simply try again.
-    let mut result = write();
-    for _ in 0..3 {
-        match &result {
-            Err(e) if e.is_not_found() && dir.parent().is_some_and(Path::is_dir) => {
-                result = write()
-            }
-            _ => break,
-        }
-    }
-    result
+    publish_in_stream_dir(dir, name, |file, tmp| Ok(((), part.write(file, tmp)?)))
 }
 
 pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
