@@ -83,6 +83,22 @@ export function keyColumns(columns: Iterable<string>): string[] {
   return [...HEADLINE.filter((c) => present.has(c)), ...all.filter((c) => c.startsWith('reward_component.'))];
 }
 
+/** A diagnosis as Markdown: its findings table and remedies (or that none were found), then the detectors that had no input. */
+export function findingsLines(d: RunReport['diagnosis']): string[] {
+  const out: string[] = [];
+  if (d.findings.length === 0) {
+    out.push(`No problems found in ${d.points.toLocaleString('en-US')} logged points (${d.ran.length} detectors ran).`);
+  } else {
+    out.push(...FINDINGS_HEADER);
+    for (const f of d.findings) out.push(findingRow(f));
+    out.push('');
+    for (const f of d.findings) out.push(`- **${f.code}**: ${cell(f.remedy)}${f.root_cause ? ` (a consequence of ${f.root_cause})` : ''}`);
+  }
+  if (d.skipped.length) out.push('', `${d.skipped.length} detector(s) had no usable input: ${d.skipped.map((s) => s.detector).join(', ')}.`);
+  out.push('');
+  return out;
+}
+
 export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): string {
   const m = r.run.manifest;
   const out: string[] = [];
@@ -97,16 +113,7 @@ export function renderMarkdown(r: RunReport, options: MarkdownOptions = {}): str
 
   const d = r.diagnosis;
   out.push(`## Findings (${d.findings.length})`, '');
-  if (d.findings.length === 0) {
-    out.push(`No problems found in ${d.points.toLocaleString('en-US')} logged points (${d.ran.length} detectors ran).`);
-  } else {
-    out.push(...FINDINGS_HEADER);
-    for (const f of d.findings) out.push(findingRow(f));
-    out.push('');
-    for (const f of d.findings) out.push(`- **${f.code}**: ${cell(f.remedy)}${f.root_cause ? ` (a consequence of ${f.root_cause})` : ''}`);
-  }
-  if (d.skipped.length) out.push('', `${d.skipped.length} detector(s) had no usable input: ${d.skipped.map((s) => s.detector).join(', ')}.`);
-  out.push('');
+  out.push(...findingsLines(d));
 
   const values = seriesValues(r);
   const columns = keyColumns(values.keys());

@@ -4,7 +4,7 @@
  * (numbers and a sparkline), the settings that differ, and each run's notable events.
  */
 import { fileHref } from './file-links.js';
-import { FINDINGS_HEADER, NOTABLE_EVENT, cell, findingRow, keyColumns, sparkline } from './markdown.js';
+import { NOTABLE_EVENT, cell, findingsLines, keyColumns, sparkline } from './markdown.js';
 import type { MarkdownOptions } from './markdown.js';
 import { num } from './html-parts.js';
 import type { RunsReport } from './runs-report.js';
@@ -35,15 +35,7 @@ export function renderRunsMarkdown(rr: RunsReport, options: MarkdownOptions = {}
   for (const { label, report: r } of rr.runs) {
     const d = r.diagnosis;
     out.push(`### ${label}: ${findingCount(d.findings.length)}`, '');
-    if (d.findings.length === 0) out.push(`No problems found in ${d.points.toLocaleString('en-US')} logged points (${d.ran.length} detectors ran).`);
-    else {
-      out.push(...FINDINGS_HEADER);
-      for (const f of d.findings) out.push(findingRow(f));
-      out.push('');
-      for (const f of d.findings) out.push(`- **${f.code}**: ${cell(f.remedy)}${f.root_cause ? ` (a consequence of ${f.root_cause})` : ''}`);
-    }
-    if (d.skipped.length) out.push('', `${d.skipped.length} detector(s) had no usable input: ${d.skipped.map((s) => s.detector).join(', ')}.`);
-    out.push('');
+    out.push(...findingsLines(d));
   }
 
   // the overlay's values of each run (null where it logged nothing): a sparkline skips the gaps
