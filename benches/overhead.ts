@@ -1,16 +1,25 @@
 /**
  * What does recording cost the training loop?
  *
- *   npm run bench:overhead            (uses the release addon that `npm ci` builds)
- *   npm run bench:overhead -- --live-doctor
+ *   npm run bench:overhead                  (uses the release addon that `npm ci` builds)
+ *   npm run bench:overhead -- --live-doctor (the same with live diagnosis on)
+ *   npm run bench:overhead -- --hot-path    (sections 1 and 2 only)
  *
- * 1. ns per `logStep` of a realistic 40-field record, writer thread running: batches of
- *    fresh records (mean per call), single calls (timer cost subtracted) and a cold-cache
- *    burst, each with median and tail; then GCs during 400,000 calls on pre-built records
- *    (steady state allocates nothing).
- * 2. A mock training loop (busy 1 ms and 10 ms steps) with no recording, with rlprobe, and
+ * 1. `logStep` of a realistic 40-field record in a tight loop, writer thread running: the
+ *    whole call (mean per call over batches of fresh records, and per call with its tail),
+ *    and where the time goes — each stage of the same code (shape check; validation and field
+ *    copy into ring memory; publish) timed on its own over the same records, on a private
+ *    ring no writer reads, with the sum of the stages checked against the whole call on that
+ *    ring; the whole call on the recorder's own ring then shows what sharing it with the
+ *    writer thread adds. Then paced calls, a cold-cache burst, and the GCs of 400,000 calls.
+ * 2. `logStep` once per step after 1 ms and 10 ms of other work, against a no-op called
+ *    the same way: the other work either only spins (caches stay warm) or also writes through
+ *    64 MB, as a training step's host work does (every cache level is cold afterwards). The
+ *    no-op's rise over its back-to-back time is what the timer and a call cost from cold
+ *    caches; logStep's rise is compared with it.
+ * 3. A mock training loop (busy 1 ms and 10 ms steps) with no recording, with rlprobe, and
  *    logging the same object with pino to a file (what a TypeScript user would reach for).
- * 3. Size on disk of 100,000 steps of that record after compaction.
+ * 4. Size on disk of 100,000 steps of that record after compaction.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -21,15 +30,20 @@ import pino from 'pino';
 
 import { Recorder } from '../dist/index.js'; // what users run (built by npm ci)
 import type { StepRecord } from '../dist/index.js';
+import { stepColumnKind } from '../dist/native.js';
+import type { NativeRecorder } from '../dist/native.js';
+import { EventLines } from '../dist/recorder/event-lines.js';
+import { StepLogger } from '../dist/recorder/step-logger.js';
 import { makeRecord } from './step-record.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'rlprobe-bench-'));
 // `-- --live-doctor`: the same figures with live diagnosis on (its thread competes for
 // the cores the training loop uses)
 const liveDoctor = process.argv.includes('--live-doctor');
+const hotPathOnly = process.argv.includes('--hot-path');
 const opts = { installHandlers: false, captureEnvironment: false, doctor: { live: liveDoctor } } as const;
 
-function quantile(sorted: Float64Array, q: number): number {
+function quantile(sorted: ArrayLike<number>, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
@@ -37,6 +51,10 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 }
+
+const ns = (x: number) => `${x.toFixed(0)} ns`;
+const tail = (s: ArrayLike<number>) =>
+  `median ${ns(quantile(s, 0.5))}   p90 ${ns(quantile(s, 0.9))}   p99 ${ns(quantile(s, 0.99))}   p99.9 ${ns(quantile(s, 0.999))}`;
 
 function timerCost(): number {
   const samples = new Float64Array(200_000);
@@ -56,12 +74,12 @@ function spin(untilMs: number): void {
 }
 
 /** Times `calls` logStep calls one by one; `gapUs` of busy work before each (0: a burst). */
-function timeCalls(rec: Recorder, records: StepRecord[], calls: number, gapUs: number, timer: number): Float64Array {
+function timeCalls(rec: Recorder, records: StepRecord[] | null, calls: number, gapUs: number, timer: number): Float64Array {
   const samples = new Float64Array(calls);
   const perBurst = 4000; // under the 8192-record queue: the writer drains between bursts
   for (let i = 0; i < calls; i++) {
     if (gapUs > 0) spin(performance.now() + gapUs / 1000);
-    const r = gapUs > 0 ? makeRecord(i) : records[i % records.length];
+    const r = records === null ? makeRecord(i) : records[i % records.length];
     const t0 = performance.now();
     rec.logStep(r);
     const t1 = performance.now();
@@ -72,12 +90,12 @@ function timeCalls(rec: Recorder, records: StepRecord[], calls: number, gapUs: n
 }
 
 /** Mean ns per call of `batches` batches of `size` calls, `gapUs` of busy work between batches. */
-function batchMeans(rec: Recorder, records: StepRecord[], batches: number, size: number, gapUs: number): Float64Array {
+function batchMeans(rec: Recorder, batches: number, size: number, gapUs: number): Float64Array {
   const means = new Float64Array(batches);
   const fresh: StepRecord[] = new Array(size);
   let k = 0;
   for (let b = 0; b < batches; b++) {
-    spin(performance.now() + gapUs / 1000);
+    if (gapUs > 0) spin(performance.now() + gapUs / 1000);
     // built just before logging, as a training loop does (a record from long ago would
     // be cold in the cache and measure memory, not rlprobe)
     for (let i = 0; i < size; i++) fresh[i] = makeRecord(k + i);
@@ -90,6 +108,124 @@ function batchMeans(rec: Recorder, records: StepRecord[], batches: number, size:
   return means.sort();
 }
 
+// ---- 1. the stages of the hot path
+
+/**
+ * A `StepLogger` over a private ring of the recorder's size that no writer thread reads: the
+ * production code, with the native side reduced to what the hot path asks of it (column ids
+ * from a local registry, the addon's own column kinds).
+ */
+function privateLogger(slots: number): { logger: StepLogger; drain: () => void } {
+  const memory = new Float64Array(32 + slots);
+  const ids = new Map<string, number>();
+  const native = {
+    handle: 0,
+    sharedRing: () => memory,
+    ringMagic: () => memory[4],
+    ringMaxRecords: () => 1 << 30,
+    wakeEvery: () => 200,
+    wake: () => {},
+    registerAll: (keys: string[]) =>
+      keys.map((key) => {
+        if (!ids.has(key)) ids.set(key, ids.size);
+        return { id: ids.get(key)!, kind: stepColumnKind(key) };
+      }),
+    bindScratch: () => {},
+    reportBad: () => {},
+    logEvent: () => true,
+  } as unknown as NativeRecorder;
+  const logger = new StepLogger(native, new EventLines(0), () => {});
+  const i32 = new Int32Array(memory.buffer);
+  // the consumer's part, minus reading: every record published so far counts as taken
+  const drain = () => {
+    Atomics.store(i32, 32, Atomics.load(i32, 0));
+    Atomics.store(i32, 34, Atomics.load(i32, 2));
+  };
+  return { logger, drain };
+}
+
+/** The ring's slot count for the default queue (8192 records × 96 slots, a power of two). */
+const RING_SLOTS = 1 << 20;
+
+interface StageFigures {
+  shape: number;
+  copy: number;
+  publish: number;
+  whole: number;
+  wholeShared: number;
+}
+
+/**
+ * Each stage of `logStep` timed on its own over the same batch of fresh records (mean per
+ * record, median over batches), the whole call on the same private ring, and the whole call
+ * on `rec`'s ring. The stages are the very functions `log` runs (`StepLogger.stages()`).
+ */
+function stageBreakdown(rec: Recorder, batches: number, size: number): StageFigures {
+  const { logger, drain } = privateLogger(RING_SLOTS);
+  const stages = logger.stages();
+  if (stages === null) throw new Error('the private ring is not shared');
+  const { encoder, ring, limit, publish } = stages;
+  const f64 = ring.f64;
+  const fresh: StepRecord[] = new Array(size);
+  const shapes: Array<ReturnType<typeof encoder.shapeFor>> = new Array(size);
+  const lengths = new Int32Array(size);
+  for (let i = 0; i < 2000; i++) logger.log(makeRecord(i)); // learn the shape, warm up
+  drain();
+  const per = { shape: [] as number[], copy: [] as number[], publish: [] as number[], whole: [] as number[], wholeShared: [] as number[] };
+  let sink = 0;
+  let pos = 0; // where the copy stage writes: the same walk through ring memory as the ring's
+  let k = 0;
+  for (let b = 0; b < batches; b++) {
+    for (let i = 0; i < size; i++) fresh[i] = makeRecord(k + i);
+    k += size;
+    // stage 1: the shape check
+    let t0 = performance.now();
+    for (let i = 0; i < size; i++) shapes[i] = encoder.shapeFor(fresh[i]);
+    per.shape.push(((performance.now() - t0) * 1e6) / size);
+    // stage 2: validation and field copy, into ring memory the way the ring walks it
+    t0 = performance.now();
+    for (let i = 0; i < size; i++) {
+      const n = shapes[i]!.encode(fresh[i], f64, 33 + pos, limit);
+      lengths[i] = n;
+      pos = pos + n + 1 + limit < RING_SLOTS ? pos + n + 1 : 0;
+    }
+    per.copy.push(((performance.now() - t0) * 1e6) / size);
+    // stage 3: reserve, stamp, count, publish, wake-up count
+    t0 = performance.now();
+    for (let i = 0; i < size; i++) {
+      const offset = ring.reserve(limit);
+      if (offset < 0) throw new Error('the private ring is full');
+      publish(offset, lengths[i]);
+    }
+    per.publish.push(((performance.now() - t0) * 1e6) / size);
+    drain();
+    // the whole call, on the same ring
+    t0 = performance.now();
+    for (let i = 0; i < size; i++) logger.log(fresh[i]);
+    per.whole.push(((performance.now() - t0) * 1e6) / size);
+    drain();
+    // the whole call on the recorder's ring, which its writer thread drains
+    t0 = performance.now();
+    for (let i = 0; i < size; i++) rec.logStep(fresh[i]);
+    per.wholeShared.push(((performance.now() - t0) * 1e6) / size);
+    if (k % 4000 < size) rec.flushSync(30_000); // not timed: stay under the queue bound
+    sink += lengths[0];
+  }
+  if (sink <= 0) throw new Error('the copy stage wrote nothing');
+  return { shape: median(per.shape), copy: median(per.copy), publish: median(per.publish), whole: median(per.whole), wholeShared: median(per.wholeShared) };
+}
+
+function printStages(s: StageFigures): void {
+  const sum = s.shape + s.copy + s.publish;
+  const share = (x: number) => `${((x / sum) * 100).toFixed(0).padStart(3)} %`;
+  console.log('  stages, each timed alone over the same batches of 64 fresh records (mean per record, median of batches), on a private ring:');
+  console.log(`    shape check (key count, shape lookup)                   ${ns(s.shape).padStart(7)}  ${share(s.shape)}`);
+  console.log(`    validation + field copy into ring memory (one pass)     ${ns(s.copy).padStart(7)}  ${share(s.copy)}`);
+  console.log(`    publish (reserve, stamp, count, commit, wake-up count)  ${ns(s.publish).padStart(7)}  ${share(s.publish)}`);
+  console.log(`    sum ${ns(sum)}; the whole logStep on that ring ${ns(s.whole)} (sum/whole ${(sum / s.whole).toFixed(2)})`);
+  console.log(`  the whole logStep on the recorder's ring, which the writer thread drains alongside: ${ns(s.wholeShared)} (sharing the ring: ${s.wholeShared >= s.whole ? '+' : ''}${ns(s.wholeShared - s.whole)})`);
+}
+
 function logStepLatency(): void {
   const rec = new Recorder(path.join(tmp, 'latency'), opts);
   const records = Array.from({ length: 4096 }, (_, i) => makeRecord(i));
@@ -99,19 +235,107 @@ function logStepLatency(): void {
   }
   rec.flushSync(30_000);
   const timer = timerCost();
-  // batches of 32: two clock reads per 32 calls, so the clock does not distort the median
-  const batched = batchMeans(rec, records, 10_000, 32, 50);
-  // one by one: the tail (p99) needs per-call times; the timer's median cost is subtracted
-  const paced = timeCalls(rec, records, 100_000, 20, timer);
+  console.log(`\n## logStep, 40-field record, writer thread running${liveDoctor ? ', live doctor on' : ''}`);
+  // back to back: mean per call over batches of 64 (two clock reads per batch), then per
+  // call for the tail (the timer's median cost subtracted)
+  const tight = batchMeans(rec, 4000, 64, 0);
+  const tightCalls = timeCalls(rec, null, 100_000, 0, timer);
+  console.log(`  tight loop, batches of 64 fresh records (mean per call): ${tail(tight)}`);
+  console.log(`  tight loop, one call at a time (timer cost ${ns(timer)} subtracted): ${tail(tightCalls)}`);
+  printStages(stageBreakdown(rec, 3000, 64));
+  const batched = batchMeans(rec, 10_000, 32, 50);
+  const paced = timeCalls(rec, null, 100_000, 20, timer);
   const burst = timeCalls(rec, records, 100_000, 0, timer);
   const c = rec.counters;
   rec.close();
-  const line = (s: Float64Array) =>
-    `median ${quantile(s, 0.5).toFixed(0)} ns   p90 ${quantile(s, 0.9).toFixed(0)} ns   p99 ${quantile(s, 0.99).toFixed(0)} ns   p99.9 ${quantile(s, 0.999).toFixed(0)} ns`;
-  console.log(`\n## logStep, 40-field record, writer thread running${liveDoctor ? ', live doctor on' : ''}`);
-  console.log(`  batches of 32 fresh records, 50 µs of work between batches (mean per call): ${line(batched)}`);
-  console.log(`  one fresh record at a time, 20 µs of work between calls (timer cost ${timer.toFixed(0)} ns subtracted): ${line(paced)}`);
-  console.log(`  back to back over 4096 pre-built records (cold in cache; the writer drains alongside): ${line(burst)}`);
+  console.log(`  batches of 32 fresh records, 50 µs of work between batches (mean per call): ${tail(batched)}`);
+  console.log(`  one fresh record at a time, 20 µs of work between calls: ${tail(paced)}`);
+  console.log(`  back to back over 4096 pre-built records (cold in cache; the writer drains alongside): ${tail(burst)}`);
+  console.log(`  dropped: ${c.dropped}   bad: ${c.bad}`);
+}
+
+// ---- 2. after other work
+
+/** 64 MB written one cache line at a time: what evicts every cache level. */
+const evictor = new Float64Array(8 << 20);
+let evictAt = 0;
+
+function otherWork(ms: number, touchMemory: boolean): void {
+  const until = performance.now() + ms;
+  if (!touchMemory) {
+    spin(until);
+    return;
+  }
+  while (performance.now() < until) {
+    for (let i = 0; i < 4096; i++) {
+      evictor[evictAt] += 1;
+      evictAt = (evictAt + 8) & (evictor.length - 1);
+    }
+  }
+}
+
+interface GapFigures {
+  log: Float64Array;
+  noop: Float64Array;
+}
+
+/**
+ * `calls` logStep calls and as many no-op calls through the same call site, alternating,
+ * each after `ms` of other work (0: back to back). The record is built after the work, as a
+ * training loop does.
+ */
+function afterWork(rec: Recorder, calls: number, ms: number, touchMemory: boolean): GapFigures {
+  let noopSink = 0;
+  const noop = (r: StepRecord) => {
+    noopSink += r.step;
+  };
+  const log = (r: StepRecord) => rec.logStep(r);
+  const times = { log: new Float64Array(calls), noop: new Float64Array(calls) };
+  for (let i = 0; i < 2 * calls; i++) {
+    // alternate which goes first in each pair, so neither always follows the other
+    const isLog = (i & 1) === ((i >> 1) & 1);
+    if (ms > 0) otherWork(ms, touchMemory);
+    const r = makeRecord(i >> 1);
+    const call = isLog ? log : noop;
+    const t0 = performance.now();
+    call(r);
+    const t1 = performance.now();
+    (isLog ? times.log : times.noop)[i >> 1] = (t1 - t0) * 1e6;
+    if (ms === 0 && i % 4000 === 3999) rec.flushSync(30_000);
+  }
+  if (noopSink < 0) throw new Error('unreachable');
+  times.log.sort();
+  times.noop.sort();
+  return times;
+}
+
+function gapOverhead(): void {
+  const rec = new Recorder(path.join(tmp, 'gaps'), opts);
+  for (let i = 0; i < 20_000; i++) {
+    rec.logStep(makeRecord(i));
+    if (i % 4000 === 3999) rec.flushSync(30_000);
+  }
+  rec.flushSync(30_000);
+  const warm = afterWork(rec, 20_000, 0, false);
+  rec.flushSync(30_000);
+  const warmLog = quantile(warm.log, 0.5);
+  const warmNoop = quantile(warm.noop, 0.5);
+  console.log(`\n## logStep once per step after other work, against a no-op called the same way (timer not subtracted)`);
+  console.log(`  back to back: logStep median ${ns(warmLog)}, no-op median ${ns(warmNoop)}`);
+  for (const touchMemory of [false, true]) {
+    for (const ms of [1, 10]) {
+      const g = afterWork(rec, ms === 1 ? 1000 : 200, ms, touchMemory);
+      const logRise = quantile(g.log, 0.5) - warmLog;
+      const noopRise = quantile(g.noop, 0.5) - warmNoop;
+      const what = touchMemory ? 'writing through 64 MB' : 'spinning';
+      console.log(
+        `  after ${String(ms).padStart(2)} ms ${what.padEnd(21)}: logStep median ${ns(quantile(g.log, 0.5))} (p90 ${ns(quantile(g.log, 0.9))}), ` +
+          `no-op ${ns(quantile(g.noop, 0.5))} (p90 ${ns(quantile(g.noop, 0.9))}); rise ${ns(logRise)} vs ${ns(noopRise)} = ${(logRise / Math.max(1, noopRise)).toFixed(1)}×`,
+      );
+    }
+  }
+  const c = rec.counters;
+  rec.close();
   console.log(`  dropped: ${c.dropped}   bad: ${c.bad}`);
 }
 
@@ -139,6 +363,8 @@ async function allocationCheck(): Promise<void> {
   rec.close();
   console.log(`  garbage collections during ${calls} logStep calls on pre-built records: ${gcs} (the flushSync calls between bursts included)`);
 }
+
+// ---- 3. a mock training loop
 
 type Sink = (r: StepRecord) => void;
 
@@ -184,6 +410,8 @@ function trainingLoop(stepMs: number, steps: number, reps: number): void {
   }
 }
 
+// ---- 4. size on disk
+
 function sizeOnDisk(steps: number): void {
   const dir = path.join(tmp, 'size');
   const rec = new Recorder(dir, opts);
@@ -200,12 +428,16 @@ function sizeOnDisk(steps: number): void {
 }
 
 try {
-  console.log(`rlprobe overhead benchmark — node ${process.version}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}`);
+  const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`rlprobe overhead benchmark — node ${process.version}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}; load average ${load}`);
   logStepLatency();
   await allocationCheck();
-  trainingLoop(1, 2000, 5);
-  trainingLoop(10, 300, 5);
-  sizeOnDisk(100_000);
+  gapOverhead();
+  if (!hotPathOnly) {
+    trainingLoop(1, 2000, 5);
+    trainingLoop(10, 300, 5);
+    sizeOnDisk(100_000);
+  }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -76,11 +76,14 @@ export class RingWriter {
     this.f64[offset] = len;
     this.tail = (this.tail + 1 + len) >>> 0;
     this.records = (this.records + 1) >>> 0;
+    // The record count orders nothing (it bounds the queue and tells the writer there is
+    // more to drain; a count ahead of the tail only sends it round once more): a plain store,
+    // before the release below. `Atomics.store` is a builtin call here, 0.5–1 µs when cold.
+    this.i32[I32_TAIL_RECORDS] = this.records | 0;
     // the release the writer thread's Acquire load pairs with: payload first, then the
     // cursor. On a non-shared buffer that order is V8's (xchg / stlr), not the spec's:
     // docs/architecture.md, "Why the ring's publication is ordered"
     Atomics.store(this.i32, I32_TAIL_SLOT, this.tail | 0);
-    Atomics.store(this.i32, I32_TAIL_RECORDS, this.records | 0);
   }
 
   /** The wall clock (Unix seconds) the writer thread publishes every tick (10 ms). */

@@ -9,7 +9,8 @@
  * - the fast path: after a record encodes cleanly, its key layout is compiled into a
  *   function with one constant-name property load per field (monomorphic, ~1 ns each) and
  *   column ids baked in (see shape-compiler.ts). A later record with the same number of
- *   keys tries the compiled shapes first; any surprise (a missing key, a non-number, a
+ *   keys tries the compiled shapes first (the one that fitted last before the others, so a
+ *   run's one layout costs no lookup); any surprise (a missing key, a non-number, a
  *   nested dict of another shape) makes it bail to the checked path, which has the final
  *   word. Steady state allocates nothing. Where code generation from strings is forbidden
  *   (`--disallow-code-generation-from-strings`) nothing is compiled and every record takes
@@ -60,6 +61,8 @@ export class StepEncoder {
   /** Compiled shapes by their top-level key count. */
   private readonly shapesByKeyCount = new Map<number, CompiledShape[]>();
   private shapeCount = 0;
+  /** The shape the last fast-path record fitted: tried first, without the map lookup. */
+  private lastShape: CompiledShape | null = null;
   /** Set when `encode` returns -1. */
   bad: BadField = { field: '', reason: '', value: undefined };
   /** The record's step when it was readable (for the bad_record event), else null. */
@@ -99,18 +102,50 @@ export class StepEncoder {
   /**
    * The fast path: tries the compiled shapes with this record's key count, writing at
    * `target[offset…]` within `limit` slots. Returns the length, or -1 when no shape fits
-   * (not a verdict on the record: run `encodeChecked`).
+   * (not a verdict on the record: run `encodeChecked`). Its two stages, `shapeFor` then the
+   * shape's `encode` (validation and copy in one pass), are what benches/overhead.ts times.
    */
   encodeFast(record: object, target: Float64Array, offset: number, limit: number): number {
+    const shape = this.shapeFor(record);
+    if (shape === null) return -1;
+    if (shape.fixedSlots <= limit) {
+      const n = shape.encode(record, target, offset, limit);
+      // stored only when it changes: a pointer store costs a write barrier
+      if (n >= 0 && shape !== this.lastShape) this.lastShape = shape;
+      if (n >= 0) return n;
+    }
+    return this.encodeOtherShapes(record, shape, target, offset, limit);
+  }
+
+  /**
+   * The shape check: counts the record's keys (a shape is exact, so an extra key must not
+   * fit) and returns the shape to try first — the last one that fitted when the count
+   * matches, else the first compiled with that count — or null when none has it.
+   */
+  shapeFor(record: object): CompiledShape | null {
     let keys = 0;
     for (const _ in record) keys++;
+    const last = this.lastShape;
+    return last !== null && last.keyCount === keys ? last : this.firstShapeWith(keys);
+  }
+
+  /** The first shape compiled for records of `keys` keys (rare: out of line). */
+  private firstShapeWith(keys: number): CompiledShape | null {
     const shapes = this.shapesByKeyCount.get(keys);
+    return shapes === undefined ? null : shapes[0];
+  }
+
+  /** The other shapes with `tried`'s key count, when `tried` did not fit. */
+  private encodeOtherShapes(record: object, tried: CompiledShape, target: Float64Array, offset: number, limit: number): number {
+    const shapes = this.shapesByKeyCount.get(tried.keyCount);
     if (shapes === undefined) return -1;
-    for (let i = 0; i < shapes.length; i++) {
-      const shape = shapes[i];
-      if (shape.fixedSlots > limit) continue;
+    for (const shape of shapes) {
+      if (shape === tried || shape.fixedSlots > limit) continue;
       const n = shape.encode(record, target, offset, limit);
-      if (n >= 0) return n;
+      if (n >= 0) {
+        this.lastShape = shape;
+        return n;
+      }
     }
     return -1;
   }
@@ -129,11 +164,7 @@ export class StepEncoder {
     this.pendingSlots.length = 0;
     let n = this.encodeCheckedObject(record as Record<string, unknown>);
     if (n >= 0 && this.pendingKeys.length > 0) n = this.registerPending(n);
-    if (n >= 0) {
-      let keys = 0;
-      for (const _ in record) keys++;
-      this.learnShape(record as Record<string, unknown>, keys);
-    }
+    if (n >= 0) this.learnShape(record as Record<string, unknown>);
     return n;
   }
 
@@ -277,7 +308,7 @@ export class StepEncoder {
   }
 
   /** Compiles the layout of a record the checked path just accepted. */
-  private learnShape(r: Record<string, unknown>, keyCount: number): void {
+  private learnShape(r: Record<string, unknown>): void {
     if (!this.compiling || this.shapeCount >= MAX_SHAPES) return;
     const isAbsent = (v: unknown) => v === undefined || v === null;
     const fields: ShapeField[] = [];
@@ -320,10 +351,13 @@ export class StepEncoder {
       return;
     }
     if (!this.ensure(shape.fixedSlots)) return;
-    const list = this.shapesByKeyCount.get(keyCount);
+    // filed by the keys the shape checks (the count the checked pass saw may differ for a
+    // proxy that enumerates differently each time)
+    const list = this.shapesByKeyCount.get(shape.keyCount);
     if (list) list.push(shape);
-    else this.shapesByKeyCount.set(keyCount, [shape]);
+    else this.shapesByKeyCount.set(shape.keyCount, [shape]);
     this.shapeCount++;
+    this.lastShape = shape;
   }
 
   /** Makes room for `needed` slots (rebinding the buffer natively); false past MAX_SLOTS. */

@@ -108,55 +108,91 @@ export class StepLogger {
    * stamp the time, publish. The checked encoder (and a copy) only for a new shape or a
    * bad record. `logged` is counted exactly once on every branch. A full queue drops the
    * record before it is read, so under overflow a malformed record counts as dropped.
+   * Everything rare is out of line: a call that comes after milliseconds of other work
+   * finds its code cold and pays for every cache line of it, taken or not.
    */
   private logToRing(record: StepRecord, encoder: StepEncoder, ring: RingWriter): void {
     try {
-      const limit = FAST_RECORD_SLOTS;
-      let offset = ring.reserve(limit);
+      const offset = ring.reserve(FAST_RECORD_SLOTS);
       if (offset < 0) {
         ring.countDropped();
         return;
       }
-      let n = record !== null && typeof record === 'object' ? encoder.encodeFast(record, ring.f64, offset + 1, limit) : -1;
-      if (n < 0) {
-        try {
-          n = encoder.encodeChecked(record);
-        } catch (error) {
-          n = refuseThrown(encoder, error);
-        }
-        if (n < 0) {
-          this.reportBad(encoder); // counts logged and bad natively
-          return;
-        }
-        if (n > limit) {
-          offset = ring.reserve(n);
-          if (offset < 0) {
-            ring.countDropped();
-            return;
-          }
-        }
-        ring.f64.set(encoder.scratch.subarray(0, n), offset + 1);
-      }
-      const f64 = ring.f64;
-      // no timestamp given (NaN): the writer's published clock, accurate to its 10 ms tick
-      if (f64[offset + 2] !== f64[offset + 2]) f64[offset + 2] = ring.now();
-      ring.countLogged();
-      ring.commit(offset, n);
-      if (++this.sinceWake >= this.wakeEvery) {
-        this.sinceWake = 0;
-        this.nativeRecorder.wake();
-        this.onWake();
-      }
+      const n = record !== null && typeof record === 'object' ? encoder.encodeFast(record, ring.f64, offset + 1, FAST_RECORD_SLOTS) : -1;
+      if (n >= 0) this.publish(ring, offset, n);
+      else this.logChecked(record, encoder, ring, offset);
     } catch (error) {
       // a getter that threw on the fast path: reported, not re-read (it may throw again);
       // nothing was published, and a dropped record never gets here
-      try {
-        refuseThrown(encoder, error);
-        this.reportBad(encoder);
-      } catch {
-        // training goes on
+      this.reportThrown(encoder, error);
+    }
+  }
+
+  /**
+   * A record no compiled shape took, with room reserved at `offset`: the checked encoder
+   * refuses it (a `bad_record` event) or encodes it into its scratch (learning its shape),
+   * which is copied into the ring and published.
+   */
+  private logChecked(record: StepRecord, encoder: StepEncoder, ring: RingWriter, offset: number): void {
+    let n: number;
+    try {
+      n = encoder.encodeChecked(record);
+    } catch (error) {
+      n = refuseThrown(encoder, error);
+    }
+    if (n < 0) {
+      this.reportBad(encoder); // counts logged and bad natively
+      return;
+    }
+    if (n > FAST_RECORD_SLOTS) {
+      offset = ring.reserve(n);
+      if (offset < 0) {
+        ring.countDropped();
+        return;
       }
     }
+    ring.f64.set(encoder.scratch.subarray(0, n), offset + 1);
+    this.publish(ring, offset, n);
+  }
+
+  private reportThrown(encoder: StepEncoder, error: unknown): void {
+    try {
+      refuseThrown(encoder, error);
+      this.reportBad(encoder);
+    } catch {
+      // training goes on
+    }
+  }
+
+  /**
+   * The last stage: stamps a record that has no timestamp, counts it as logged, publishes
+   * it, and wakes the writer every `wakeEvery` records.
+   */
+  private publish(ring: RingWriter, offset: number, n: number): void {
+    const f64 = ring.f64;
+    // no timestamp given (NaN): the writer's published clock, accurate to its 10 ms tick
+    if (f64[offset + 2] !== f64[offset + 2]) f64[offset + 2] = ring.now();
+    ring.countLogged();
+    ring.commit(offset, n);
+    if (++this.sinceWake >= this.wakeEvery) this.wakeWriter();
+  }
+
+  /** Every `wakeEvery` records: the one native call of the ring path (out of line, as it is rare). */
+  private wakeWriter(): void {
+    this.sinceWake = 0;
+    this.nativeRecorder.wake();
+    this.onWake();
+  }
+
+  /**
+   * What `log` runs on the ring path, one stage at a time, for benches/overhead.ts: the
+   * shape check (`encoder.shapeFor`), validation and copy (the shape's `encode` into
+   * `ring.f64` at `ring.reserve(limit) + 1`), and `publish`. Null without a shared ring.
+   */
+  stages(): { encoder: StepEncoder; ring: RingWriter; limit: number; publish: (offset: number, n: number) => void } | null {
+    const ring = this.ring;
+    if (ring === null) return null;
+    return { encoder: this.encoder, ring, limit: FAST_RECORD_SLOTS, publish: (offset, n) => this.publish(ring, offset, n) };
   }
 
   private reportBad(encoder: StepEncoder): void {
