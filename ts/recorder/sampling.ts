@@ -27,7 +27,7 @@ export interface LogSamplesOptions {
 const count = z.number().int().min(0).max(65_535);
 
 // no defaults here: a key the call leaves out keeps the recorder's value
-const CallOptionsSchema = z.strictObject({
+export const CallOptionsSchema = z.strictObject({
   step: z.number().int().min(0).optional(),
   select: z.boolean().optional(),
   sampling: z.strictObject({ topK: count.optional(), bottomK: count.optional(), randomK: count.optional() }).optional(),
@@ -42,6 +42,8 @@ export function resolveCallOptions(
   recorder: Sampling,
 ): { ok: true; step: number | undefined; select: boolean; sampling: Sampling } | { ok: false; field: string; reason: string; value: unknown } {
   if (options === undefined) return { ok: true, step: undefined, select: true, sampling: recorder };
+  const plain = plainCallOptions(options);
+  if (plain !== null) return { ok: true, step: plain.step, select: plain.select ?? true, sampling: recorder };
   const parsed = CallOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -57,4 +59,20 @@ export function resolveCallOptions(
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * The options of almost every call (`{ step }`, maybe `select`), checked by hand: zod's
+ * parse, cold between training steps, cost more than the rest of the call. Null sends the
+ * options to the schema, which stays the judge of everything else and words every refusal.
+ * It accepts only what the schema accepts, with the same result (test/sampling-options.test.ts).
+ */
+export function plainCallOptions(options: unknown): { step: number | undefined; select: boolean | undefined } | null {
+  if (options === null || typeof options !== 'object' || Object.getPrototypeOf(options) !== Object.prototype) return null;
+  // the schema's own rules: unknown keys by `for…in`, declared keys read by name
+  for (const key in options) if (key !== 'step' && key !== 'select') return null;
+  const { step, select } = options as { step?: unknown; select?: unknown };
+  if (step !== undefined && !(typeof step === 'number' && Number.isSafeInteger(step) && step >= 0)) return null;
+  if (select !== undefined && typeof select !== 'boolean') return null;
+  return { step, select };
 }
