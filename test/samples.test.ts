@@ -7,10 +7,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { TestContext } from 'node:test';
 
 import { Recorder, RlprobeError, RunReader } from '../ts/index.js';
+import { MAX_HANDED_OVER_CALLS, MAX_HANDED_OVER_SAMPLES } from '../ts/recorder/sample-logger.js';
 import type { RecorderOptions, SampleQuery, SampleRecord, StoredSampleRecord } from '../ts/index.js';
+import { spawnChild } from './helpers/child.js';
 import { runCli, stripAnsi } from './helpers/fixtures.js';
 import { prng } from './helpers/prng.js';
 import { openRun, tempRunDir } from './helpers/run-dir.js';
@@ -390,6 +393,96 @@ describe('logSamples selection', () => {
     assert.deepEqual(key(live), key(a), 'flushSync keeps exactly the same samples');
     for (const s of a) assert.equal(s.reward_total, rewards[indexOf(s.sample_id)]);
   });
+});
+
+// ---- the hand-over
+
+/** Samples whose every property read is counted in `reads[index]`. */
+function watched(n: number, reads: number[], offset = 0): SampleRecord[] {
+  return Array.from({ length: n }, (_, i) => {
+    const k = offset + i;
+    reads[k] = 0;
+    return {
+      get reward_total() {
+        reads[k]++;
+        return (i * 37) % n;
+      },
+      get completion_text() {
+        reads[k]++;
+        return `c${i}`;
+      },
+    } as SampleRecord;
+  });
+}
+
+describe('logSamples hands the batch over', () => {
+  test('the call reads no sample; they are selected, encoded and counted at the next turn of the event loop', async (t) => {
+    const { dir, rec } = run(t, 'handover');
+    const reads: number[] = [];
+    rec.logSamples(watched(40, reads), { step: 3 });
+    assert.equal(reads.reduce((a, b) => a + b, 0), 0, 'no sample read in the call');
+    await nextTurn();
+    assert.ok(reads.every((r) => r >= 1), 'every reward read by the selection at the next turn');
+    assert.equal(reads.filter((r) => r >= 2).length, 8, 'the 8 kept samples encoded (their text read)');
+    assert.equal(rec.flushSync(10_000), true);
+    assert.equal(readAll(dir).length, 8);
+  });
+
+  test('a counters read, flushSync and close encode what is handed over at once', (t) => {
+    const { dir, rec } = run(t, 'handover-sync');
+    rec.logSamples(withRewards(shuffled(40, 1)), { step: 0 });
+    assert.equal(rec.counters.samplesLogged, 8, 'counted from the call on');
+    rec.logSamples(withRewards(shuffled(40, 2)), { step: 1 });
+    assert.equal(rec.flushSync(10_000), true);
+    assert.equal(readAll(dir).length, 16, 'flushSync publishes the handed-over call');
+    rec.logSamples(withRewards(shuffled(40, 3)), { step: 2 });
+    assert.equal(rec.close().counters.samplesWritten, 24, 'close writes the last call');
+    assert.equal(readAll(dir).length, 24);
+  });
+
+  test('refilling or emptying the array after the call changes nothing recorded', async (t) => {
+    const { dir, rec } = run(t, 'handover-refill');
+    const batch = withRewards([1, 2, 3]);
+    rec.logSamples(batch, { step: 0 });
+    batch[0] = { reward_total: 99, completion_text: 'refilled' };
+    batch.length = 1;
+    await nextTurn();
+    rec.flushSync(10_000);
+    const got = readAll(dir).map((s) => s.completion_text).sort();
+    assert.deepEqual(got, ['c0', 'c1', 'c2']);
+  });
+
+  test(`a loop that never yields keeps at most ${MAX_HANDED_OVER_SAMPLES} samples and ${MAX_HANDED_OVER_CALLS} calls waiting: later calls encode the oldest`, (t) => {
+    const { dir, rec } = run(t, 'handover-bound', { sampleQueueBytes: 256 * 1024 * 1024 });
+    const reads: number[] = [];
+    const calls = 200;
+    for (let c = 0; c < calls; c++) rec.logSamples(watched(64, reads, 64 * c), { step: c });
+    const perCall = Array.from({ length: calls }, (_, c) => reads.slice(64 * c, 64 * c + 64).some((r) => r > 0));
+    const waiting = MAX_HANDED_OVER_SAMPLES / 64;
+    assert.deepEqual(perCall.indexOf(false), calls - waiting, `the first ${calls - waiting} calls encoded, the last ${waiting} waiting`);
+    assert.ok(perCall.slice(calls - waiting).every((read) => !read), 'no newer call read');
+
+    // one-sample calls: bounded in calls
+    const small = extraRun(t, 'handover-bound-calls', { sampleQueueBytes: 256 * 1024 * 1024 });
+    const smallReads: number[] = [];
+    for (let c = 0; c < 300; c++) small.rec.logSamples(watched(1, smallReads, c), { step: c });
+    assert.equal(smallReads.filter((r) => r > 0).length, 300 - MAX_HANDED_OVER_CALLS);
+    assert.equal(small.rec.close().counters.samplesWritten, 300);
+    assert.equal(rec.close().counters.samplesWritten, calls * 8);
+    assert.equal(readAll(dir).length, calls * 8);
+  });
+
+  for (const ending of ['natural', 'exit3', 'throw', 'reject', 'sigterm'] as const) {
+    test(`samples handed over just before the process ends (${ending}) are written`, async (t) => {
+      const dir = tempRunDir(t, `handover-${ending}`);
+      const child = spawnChild('samples-exit.ts', [dir, ending]);
+      const exit = await child.exited;
+      assert.notEqual(exit.code, 64, child.describe());
+      const got = readAll(dir);
+      const byStep = [0, 1, 2].map((step) => got.filter((s) => s.step === step).length);
+      assert.deepEqual(byStep, [8, 8, 8], `8 samples kept a step, the last call too (${child.describe()})`);
+    });
+  }
 });
 
 // ---- malformed input and counters

@@ -174,10 +174,11 @@ export class Recorder implements CrashHookTarget {
    * batch is thinned by the stratified policy (top-k and bottom-k by `reward_total`, a
    * seeded random draw from the rest; see `sampling`), each kept sample tagged with its
    * `capture_reason`. Validation and writing happen on the writer thread; a malformed
-   * sample becomes a `bad_record` event. A batch of 4096 or more samples is selected off
-   * this thread and its kept samples are encoded when that finishes (at the latest at the
-   * next `flushSync`, `close` or exit): the array is copied, but do not mutate the sample
-   * objects themselves until then.
+   * sample becomes a `bad_record` event. The call hands the batch over (it copies the
+   * array, not the samples): the selection and the encoding of the kept samples run at the
+   * event loop's next turn (a batch of 4096 or more samples is selected off this thread),
+   * at the latest at the next `flushSync`, `counters` read, `close` or exit, or in a later
+   * call once 8192 samples wait. Do not mutate the sample objects themselves until then.
    */
   logSamples(samples: ArrayLike<SampleRecord>, options?: LogSamplesOptions): void {
     const r = this.recording;
@@ -305,6 +306,8 @@ export class Recorder implements CrashHookTarget {
     const r = this.recording;
     if (r === null) return zeroCounters();
     if (this.summary) return { ...this.summary.counters };
+    // handed-over samples count as logged from the call on, not from the next turn
+    r.samples.encodeHandedOver();
     return countersOf(native(() => r.writer.counters()), this.callCounters());
   }
 
