@@ -106,8 +106,9 @@ impl RecorderOptions {
     }
 }
 
-/// Queued span bytes past which a push wakes the writer instead of waiting for its tick.
-const SPAN_WAKE_BYTES: usize = 1 << 20;
+/// Queued span (or sample) bytes past which a push wakes the writer instead of waiting
+/// for its tick.
+const QUEUE_WAKE_BYTES: usize = 1 << 20;
 
 /// Slots reserved per queued record: the 40-field record of the benchmark needs ~82.
 const SLOTS_PER_RECORD: usize = 96;
@@ -612,22 +613,34 @@ impl Recorder {
     }
 
     /// Enqueues one encoded `logSamples` call holding `count` samples. Never blocks;
-    /// false (the samples counted as dropped) when the sample queue is full.
+    /// false (the samples counted as dropped) when the sample queue is full. The writer
+    /// drains them at its next tick; a backlog past a quarter of the queue (at most
+    /// `QUEUE_WAKE_BYTES`) wakes it early. Waking it every call cost the caller's thread
+    /// more than the rest of the push.
     pub fn push_samples(&self, encoded: Vec<u8>, count: u64) -> bool {
         bump(&self.shared.counters.producer.samples_logged, count);
-        let queued =
-            lock(&self.shared.samples).offer(encoded, count, self.shared.sample_queue_bytes);
+        let (queued, backlog) = {
+            let mut q = lock(&self.shared.samples);
+            (
+                q.offer(encoded, count, self.shared.sample_queue_bytes),
+                q.bytes,
+            )
+        };
         if !queued {
             bump(&self.shared.counters.producer.samples_dropped, count);
+            // a full queue: the writer is behind, make sure it is draining
+            self.writer.unpark();
             return false;
         }
-        self.writer.unpark();
+        if backlog >= QUEUE_WAKE_BYTES.min(self.shared.sample_queue_bytes / 4) {
+            self.writer.unpark();
+        }
         true
     }
 
     /// Enqueues a batch of `count` encoded spans (spans/wire.rs). Never blocks; false (the
     /// spans counted as dropped) when the span queue is full. The writer publishes them
-    /// on the steps' cadence; a backlog past `SPAN_WAKE_BYTES` wakes it early.
+    /// on the steps' cadence; a backlog past `QUEUE_WAKE_BYTES` wakes it early.
     pub fn push_spans(&self, encoded: Vec<u8>, count: u64) -> bool {
         bump(&self.shared.counters.producer.spans_logged, count);
         let (queued, backlog) = {
@@ -639,7 +652,7 @@ impl Recorder {
         };
         if !queued {
             bump(&self.shared.counters.producer.spans_dropped, count);
-        } else if backlog >= SPAN_WAKE_BYTES {
+        } else if backlog >= QUEUE_WAKE_BYTES {
             // a burst: drain now rather than at the next tick
             self.writer.unpark();
         }
