@@ -11,7 +11,7 @@
  * is one) found in require.cache at exit. Timing is left to `probe scale-bench`.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -72,6 +72,9 @@ const HEAVY: ReadonlyArray<{ name: string; pattern: RegExp }> = [
   { name: 'the diff (ts/diff)', pattern: /\/ts\/diff\// },
   { name: 'the benchmarks (ts/bench)', pattern: /\/ts\/bench\// },
 ];
+
+/** The capture machinery (collecting, ledgers, trajectories): listing a run's trials reads only capture-files.ts. */
+const TRIAL_CAPTURE = { name: 'the trial capture (ts/trials beyond its read side)', pattern: /\/ts\/trials\/(?!(capture-files|manifest|safe-path)\.ts$)/ };
 
 /** The native addon: its loader and the .node file. `probe info` needs it, `--version` does not. */
 const NATIVE_ADDON = { name: 'the native addon', pattern: /\/native\/index\.js$|\.node$/ };
@@ -179,17 +182,28 @@ describe('probe start-up loads only what the command needs', () => {
     assert.deepEqual(extra, [], `probe --version loaded library modules beyond the declarations' own:\n  ${extra.map((m) => chain(r, pathToFileURL(path.join(ROOT, 'ts', m)).href)).join('\n  ')}`);
   });
 
-  test('probe info: the reader and nothing else heavy (no report, MCP, doctor, importers, DuckDB)', async () => {
+  test('probe info: the reader and nothing else heavy (no zod, report, MCP, doctor, importers, DuckDB)', async () => {
     const r = await traced(['info', run]);
     assertOk(r, 'probe info');
     assert.match(r.stdout, /^steps +0 … 19 {2}\(20 rows/m);
-    // zod still loads: the reader validates manifest.json and the events with it
-    // (ts/reader/run-reader.ts → ts/schema/manifest.ts), which is library code, not the CLI's
-    const found = violations(
-      r,
-      HEAVY.filter((h) => h.name !== 'zod'),
-    );
+    assert.match(r.stdout, /^samples +1 in 1 file/m);
+    assert.match(r.stdout, /^events +1 {2}\(recorder_close 1\)/m);
+    // a well-formed manifest, events and an empty trial query pass their hand-written checks:
+    // zod loads only to word what those checks reject (ts/schema/manifest-check.ts)
+    const found = violations(r, [...HEAVY, TRIAL_CAPTURE]);
     assert.deepEqual(found, [], `probe info loaded:\n  ${found.join('\n  ')}`);
+  });
+
+  test('probe info on a wrong manifest: zod loads on demand and words the error (the tracer sees it)', async () => {
+    const bad = path.join(root, 'bad-manifest');
+    cpSync(run, bad, { recursive: true });
+    const file = path.join(bad, 'manifest.json');
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), world_size: 0 }));
+    const r = await traced(['info', bad]);
+    assert.equal(r.code, 1, `probe info: exit ${r.code}\n${r.stderr}`);
+    assert.equal(r.stderr, `probe: ${file}: world_size: Too small: expected number to be >=1\n`);
+    const found = violations(r, HEAVY);
+    assert.ok(found.some((v) => v.startsWith('zod: ')), `the tracer saw zod load on demand:\n  ${found.join('\n  ')}`);
   });
 
   test('without the native addon: --version still answers, info fails with the loader\'s one line (no stack)', async () => {

@@ -1,7 +1,7 @@
 import { closeSync, readSync } from 'node:fs';
 
-import { RunEventSchema } from '../schema/event.js';
 import type { RunEvent } from '../schema/event.js';
+import { parseRunEvent } from '../schema/event-check.js';
 import { openRegularFile } from '../files/regular-file.js';
 
 export interface EventsRead {
@@ -118,8 +118,7 @@ function parseEventLine(line: string, migrate: EventsFileOptions['migrate']): Ru
   if (migrate && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
     parsed = migrate(parsed as Record<string, unknown>);
   }
-  const ok = RunEventSchema.safeParse(parsed);
-  return ok.success ? ok.data : null;
+  return parseRunEvent(parsed);
 }
 
 /**

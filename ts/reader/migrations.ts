@@ -12,7 +12,7 @@
  * exercise the mechanism with a synthetic version 0.
  */
 import { RlprobeError } from '../errors.js';
-import { SCHEMA_VERSION } from '../schema/manifest.js';
+import { SCHEMA_VERSION } from '../schema/schema-version.js';
 
 type Json = Record<string, unknown>;
 

@@ -5,8 +5,8 @@ import { RlprobeError, native } from '../errors.js';
 import { readSteps, sampleFiles, spanFiles, stepColumns, stepFiles } from '../native.js';
 import type { NativeSkippedFile, NativeStepTable } from '../native.js';
 import type { RunEvent } from '../schema/event.js';
-import { RunManifestSchema } from '../schema/manifest.js';
 import type { RunManifest } from '../schema/manifest.js';
+import { parseRunManifest } from '../schema/manifest-check.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { StoredStepRecord } from '../schema/step-record.js';
 import { readEventsFile, streamEventsFile } from './events-file.js';
@@ -133,12 +133,9 @@ export class RunReader {
       throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: schema_version: expected a non-negative integer (got ${JSON.stringify(version)})`);
     }
     const adapter = planRead(version, dir, options.migrations);
-    const parsed = RunManifestSchema.safeParse(adapter.manifest(raw as Record<string, unknown>));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${issue.path.join('.') || 'manifest'}: ${issue.message}`);
-    }
-    return new RunReader(dir, parsed.data, adapter);
+    const parsed = parseRunManifest(adapter.manifest(raw as Record<string, unknown>));
+    if (!parsed.ok) throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${parsed.field || 'manifest'}: ${parsed.message}`);
+    return new RunReader(dir, parsed.manifest, adapter);
   }
 
   /**

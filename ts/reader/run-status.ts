@@ -3,7 +3,7 @@
  * report) and the CLI (`probe info`) all ask, so it lives with the reader, below both.
  */
 import type { RunEvent } from '../schema/event.js';
-import { RECORDER_EVENT_KINDS } from '../schema/event.js';
+import { RECORDER_EVENT_KINDS } from '../schema/event-kinds.js';
 import type { StepLayout } from './step-layout.js';
 import type { WriterLock } from './writer-lock.js';
 

@@ -1,53 +1,24 @@
 /**
- * Reading spans back: the query (validated with zod), the native read of each rank
- * directory (each span once, at its last write), records, trees and counts.
+ * Reading spans back: the query (validated with zod, span-query.ts), the native read of
+ * each rank directory (each span once, at its last write), records, trees and counts.
  */
-import { z } from 'zod';
-
 import { RlprobeError, native } from '../errors.js';
-import { invalidQuery } from './query-error.js';
+import { loadOnDemand } from '../schema/on-demand.js';
+import { parseQuery } from './query-parse.js';
+import type * as SpanQueryModule from './span-query.js';
+import type { SpanQuery } from './span-query.js';
 import { readSpans, spanCounts } from '../native.js';
 import type { NativeSampleBatch, NativeSampleColumn } from '../native.js';
 import type { SpanKindCount, SpanRecord, SpanTreeNode } from '../schema/span-record.js';
 import type { RankDir } from './rank-dirs.js';
 import { parseLabels } from './sample-rows.js';
 
-const step = z.number().int().min(0);
-const oneOrMany = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]);
-
-/** Which spans to read. Every filter is optional; they combine with AND. */
-export const SpanQuerySchema = z.strictObject({
-  /** `rollout`, `turn`, `tool_call`, `epoch`, `evaluation`, any kind, or several. */
-  kind: oneOrMany.optional(),
-  /** One step. */
-  step: step.optional(),
-  /** Inclusive `[from, to]`. */
-  stepRange: z.tuple([step, step]).optional(),
-  /** The spans of these trees (root span ids). */
-  root: oneOrMany.optional(),
-  /** The children of these spans. */
-  parent: oneOrMany.optional(),
-  /** These span ids. */
-  id: oneOrMany.optional(),
-  /** Labels that must all match (`{ sample: 's3' }`). */
-  label: z.record(z.string().min(1), z.union([z.string(), z.number(), z.boolean()])).optional(),
-  status: z
-    .union([z.enum(['ok', 'error', 'open']), z.array(z.enum(['ok', 'error', 'open'])).min(1)], {
-      message: 'expected ok, error or open (or a list of them)',
-    })
-    .optional(),
-  /** At most this many spans, the earliest-starting ones. */
-  limit: z.number().int().min(1).optional(),
-});
-
-export type SpanQuery = z.input<typeof SpanQuerySchema>;
+export type { SpanQuery } from './span-query.js';
 
 const list = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
 function nativeFilter(query: unknown) {
-  const parsed = SpanQuerySchema.safeParse(query ?? {});
-  if (!parsed.success) throw invalidQuery('span filter', query, parsed.error);
-  const q = parsed.data;
+  const q = parseQuery(() => loadOnDemand<typeof SpanQueryModule>(import.meta.url, './span-query.js').SpanQuerySchema, 'span filter', query ?? {});
   let stepMin = q.step;
   let stepMax = q.step;
   if (q.stepRange) {

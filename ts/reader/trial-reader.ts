@@ -3,25 +3,17 @@
  * run and its ranks, filtered by step, ordered by step then capture key.
  */
 import path from 'node:path';
-import { z } from 'zod';
 
 import { RlprobeError } from '../errors.js';
-import { readCaptureManifest } from '../trials/capture.js';
+import { loadOnDemand } from '../schema/on-demand.js';
+import { captureDir, captureFilesDir, captureKeys, readCaptureManifest } from '../trials/capture-files.js';
 import type { CaptureManifest } from '../trials/manifest.js';
-import { captureDir, captureFilesDir, captureKeys } from '../trials/run-store.js';
-import { invalidQuery } from './query-error.js';
+import { parseQuery } from './query-parse.js';
+import type * as TrialQueryModule from './trial-query.js';
+import type { TrialQuery } from './trial-query.js';
 import type { RankDir } from './rank-dirs.js';
 
-const Step = z.number().int().nonnegative();
-
-export const TrialQuerySchema = z.strictObject({
-  step: Step.optional(),
-  /** Inclusive `[first, last]`. */
-  stepRange: z.tuple([Step, Step]).optional(),
-  /** Only captures labelled with this sample id. */
-  sampleId: z.string().min(1).optional(),
-});
-export type TrialQuery = z.input<typeof TrialQuerySchema>;
+export type { TrialQuery } from './trial-query.js';
 
 /** A capture as read back: its manifest, where it lives, and the rank directory holding it. */
 export interface TrialCapture extends CaptureManifest {
@@ -49,9 +41,7 @@ function shapeProblem(m: CaptureManifest): string | null {
 }
 
 export function readTrialsOf(dirs: readonly RankDir[], query: TrialQuery = {}): { trials: TrialCapture[]; unfinished: string[]; broken: BrokenCapture[] } {
-  const parsed = TrialQuerySchema.safeParse(query);
-  if (!parsed.success) throw invalidQuery('trials', query, parsed.error);
-  const q = parsed.data;
+  const q = parseQuery(() => loadOnDemand<typeof TrialQueryModule>(import.meta.url, './trial-query.js').TrialQuerySchema, 'trials', query);
   const trials: TrialCapture[] = [];
   const unfinished: string[] = [];
   const broken: BrokenCapture[] = [];

@@ -3,49 +3,28 @@
  * `spans.parquet` and, for a ledger too long to list in the manifest, `ledger.jsonl`. Only
  * this module writes there.
  */
-import { lstatSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { lstatSync, rmdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
 import { native, RlprobeError } from '../errors.js';
 import { readRegularFile } from '../files/regular-file.js';
 import { writeCaptureSpans } from '../native.js';
+import { captureDir, captureFilesDir, captureKeys, readCaptureManifest } from './capture-files.js';
 import { captureKeyOf, trialIdentity } from './capture-key.js';
 import { DEFAULT_MAX_SPANS } from './capture-options.js';
 import { captureSpanRows, encodeRows, rolloutSpanId, trialStepNames } from './capture-spans.js';
 import { makeLedger } from './ledger.js';
 import type { LedgerEntry } from './ledger.js';
 import { allLedgerEntries, LEDGER_FILE, writeLedgerFile } from './ledger-file.js';
-import { CAPTURE_FILE, CAPTURE_FORMAT_VERSION, FILES_DIR } from './manifest.js';
+import { CAPTURE_FILE, CAPTURE_FORMAT_VERSION } from './manifest.js';
 import type { CaptureManifest } from './manifest.js';
-import { hostPath, isCaptureKey, isCleanRelative } from './safe-path.js';
+import { hostPath, isCleanRelative } from './safe-path.js';
 import { cutSpans, planTrajectories } from './trajectories.js';
 import type { TrialInfo } from './trial-info.js';
 import { writeDurable } from './verified-copy.js';
 
-export const TRIALS_DIR = 'trials';
-
-export function captureDir(runDir: string, key: string): string {
-  return path.join(runDir, TRIALS_DIR, key);
-}
-
-export function captureFilesDir(runDir: string, key: string): string {
-  return path.join(captureDir(runDir, key), FILES_DIR);
-}
-
-/** Reads one capture's manifest; throws RLPROBE_NOT_FOUND when it has none. */
-export function readCaptureManifest(runDir: string, key: string): CaptureManifest {
-  if (!isCaptureKey(key)) throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir} (not a capture key)`);
-  const file = path.join(captureDir(runDir, key), CAPTURE_FILE);
-  // a FIFO or /dev/zero in its place must not hang every trial listing: regular files only
-  const text = readRegularFile(file, 'RLPROBE_BAD_MANIFEST', 'move the capture directory out of the run (or capture the trial again)');
-  if (text === null) throw new RlprobeError('RLPROBE_NOT_FOUND', `no capture ${JSON.stringify(key)} in ${runDir}`);
-  try {
-    return JSON.parse(text) as CaptureManifest;
-  } catch (e) {
-    throw new RlprobeError('RLPROBE_BAD_MANIFEST', `${file}: ${(e as Error).message}`);
-  }
-}
+export { TRIALS_DIR, captureDir, captureFilesDir, captureKeys, readCaptureManifest } from './capture-files.js';
 
 /** The run id from `manifest.json`; throws RLPROBE_NOT_A_RUN when there is none. */
 export function runIdOf(runDir: string): string {
@@ -242,33 +221,4 @@ function priorEntries(runDir: string, key: string, prior: CaptureManifest): Ledg
   } catch {
     return Array.isArray(prior.ledger.entries) ? prior.ledger.entries : [];
   }
-}
-
-/** Capture keys in `runDir`: finished ones (with a manifest) and unfinished ones. */
-function presentAt(file: string): boolean {
-  try {
-    lstatSync(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export function captureKeys(runDir: string): { finished: string[]; unfinished: string[] } {
-  const dir = path.join(runDir, TRIALS_DIR);
-  let names: string[];
-  try {
-    names = readdirSync(dir).sort();
-  } catch {
-    return { finished: [], unfinished: [] };
-  }
-  const finished: string[] = [];
-  const unfinished: string[] = [];
-  for (const n of names) {
-    if (n.startsWith('.')) continue;
-    // lstat: anything at the manifest's name makes a finished capture, so a symlink loop or
-    // a FIFO there is read (and reported as broken, by name) rather than taken for unfinished
-    (presentAt(path.join(dir, n, CAPTURE_FILE)) ? finished : unfinished).push(n);
-  }
-  return { finished, unfinished };
 }

@@ -7,7 +7,7 @@ import { RunReader } from '../../reader/run-reader.js';
 import { runStatus, settleRunStatus } from '../../reader/run-status.js';
 import { SurfaceReads } from '../../reader/surface-reads.js';
 import { writerLock } from '../../reader/writer-lock.js';
-import { RECORDER_EVENT_KINDS } from '../../schema/event.js';
+import { RECORDER_EVENT_KINDS } from '../../schema/event-kinds.js';
 import { ago, bytes, isoSeconds, table } from '../format.js';
 
 export interface InfoArgs {
