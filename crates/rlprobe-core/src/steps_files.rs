@@ -244,18 +244,111 @@ fn try_open(
 /// Reads every step of a run (all columns, or only `columns`), each exactly once,
 /// columns in canonical order.
 pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> Result<Table> {
+    read_steps_on(run_dir, columns, None)
+}
+
+/// `read_steps` on `threads` decoding threads (None: as many as pay off here).
+fn read_steps_on(
+    run_dir: &Path,
+    columns: Option<&[String]>,
+    threads: Option<usize>,
+) -> Result<Table> {
     let sources = open_step_sources(run_dir)?;
     sources.require_readable()?;
-    let mut table = Table::default();
-    table.capacity_hint += sources
+    let rows = sources
         .sources
         .iter()
         .map(|s| s.file.rows() as usize)
         .sum::<usize>();
-    for s in &sources.sources {
-        s.file.read_into(&mut table, columns)?;
-    }
+    let names = columns_to_read(&sources, columns);
+    let threads = threads
+        .unwrap_or_else(|| decode_threads(rows.saturating_mul(names.len())))
+        .min(names.len());
+    let mut table = if threads <= 1 {
+        read_column_group(&sources, columns, rows)?
+    } else {
+        // each thread decodes its share of the columns from every file; the shares are
+        // disjoint, so the tables are put side by side without a copy
+        let groups: Vec<Vec<String>> = (0..threads)
+            .map(|t| names.iter().skip(t).step_by(threads).cloned().collect())
+            .collect();
+        let tables = std::thread::scope(|scope| {
+            let handles: Vec<_> = groups
+                .iter()
+                .map(|g| scope.spawn(|| read_column_group(&sources, Some(g.as_slice()), rows)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect::<Vec<_>>()
+        });
+        let mut merged = Table::default();
+        for t in tables {
+            let t = t?;
+            merged.rows = t.rows;
+            merged.names.extend(t.names);
+            merged.columns.extend(t.columns);
+        }
+        merged
+    };
     table.sort_columns();
+    Ok(table)
+}
+
+/// Values (rows × columns) from which a step read decodes on several threads: below it
+/// starting them costs about what they save.
+const PARALLEL_READ_MIN_VALUES: usize = 1 << 20;
+
+/// Threads a read of `values` values decodes on: up to 4, as many as the machine has.
+fn decode_threads(values: usize) -> usize {
+    if values < PARALLEL_READ_MIN_VALUES {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// The columns a read asks for that some file holds, in the order first met.
+fn columns_to_read(sources: &TableSources, columns: Option<&[String]>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for s in &sources.sources {
+        for f in s.file.schema().fields() {
+            let wanted = columns.is_none_or(|c| c.iter().any(|n| n == f.name()));
+            if wanted && !names.iter().any(|n| n == f.name()) {
+                names.push(f.name().clone());
+            }
+        }
+    }
+    names
+}
+
+/// Reads `columns` (or all) of every source, one after the other, into one table of
+/// exactly `rows` rows: a file holding none of these columns still holds its rows.
+fn read_column_group(
+    sources: &TableSources,
+    columns: Option<&[String]>,
+    rows: usize,
+) -> Result<Table> {
+    let mut table = Table {
+        capacity_hint: rows,
+        ..Table::default()
+    };
+    for s in &sources.sources {
+        let end = table.rows + s.file.rows() as usize;
+        let holds_any = columns.is_none_or(|c| {
+            s.file
+                .schema()
+                .fields()
+                .iter()
+                .any(|f| c.contains(f.name()))
+        });
+        if holds_any {
+            s.file.read_into(&mut table, columns)?;
+        }
+        table.finish_rows(end.max(table.rows));
+    }
     Ok(table)
 }
 
@@ -301,6 +394,91 @@ mod tests {
         if let Some(f) = BETWEEN.with(|b| b.borrow_mut().take()) {
             f();
         }
+    }
+
+    /// Publishes step part `index` holding `steps`, with `columns(step)` as its values.
+    fn write_part(run: &Path, index: u64, steps: std::ops::Range<usize>, columns: &[&str]) {
+        let dir = run.join(STEPS_PARTS_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut table = Table::default();
+        for (row, s) in steps.clone().enumerate() {
+            table
+                .column_mut("step", crate::schema::ColumnKind::I64)
+                .unwrap()
+                .push_number(s as f64);
+            for (k, name) in columns.iter().enumerate() {
+                // a null now and then, so validity is merged too
+                if (s + k) % 7 != 3 {
+                    let c = table
+                        .column_mut(name, crate::schema::ColumnKind::F64)
+                        .unwrap();
+                    c.pad_to(row);
+                    c.push_number(s as f64 * 10.0 + k as f64);
+                }
+            }
+            table.finish_rows(row + 1);
+        }
+        crate::atomic::publish(&dir, &crate::layout::part_name(index), |file, tmp| {
+            let f = crate::parquet_io::write_table(
+                file,
+                tmp,
+                &table,
+                crate::props::Codec::default(),
+                Vec::new(),
+            )?;
+            Ok(((), f))
+        })
+        .unwrap();
+    }
+
+    fn cells(t: &Table) -> Vec<(String, Vec<Option<f64>>)> {
+        t.names
+            .iter()
+            .zip(&t.columns)
+            .map(|(n, c)| {
+                let values = (0..t.rows).map(|r| c.scalar(r)).collect();
+                (n.clone(), values)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_read_on_several_threads_equals_the_read_on_one_cell_for_cell() {
+        let run = tempdir("parallel-read");
+        // a compacted table, then parts: a column only in the table, late columns only
+        // in the last part, a part holding no column of a thread's share
+        write_part(&run, 0, 0..40, &["loss", "kl_mean", "early_only"]);
+        compact_steps(&run).unwrap();
+        write_part(&run, 1, 40..70, &["loss", "kl_mean"]);
+        write_part(&run, 2, 70..75, &[]);
+        write_part(
+            &run,
+            3,
+            75..100,
+            &["loss", "kl_mean", "extra.late", "reward_component.x"],
+        );
+        let one = read_steps_on(&run, None, Some(1)).unwrap();
+        assert_eq!(one.rows, 100);
+        assert_eq!(one.names.len(), 6);
+        for threads in [2, 3, 4, 9] {
+            let many = read_steps_on(&run, None, Some(threads)).unwrap();
+            assert_eq!(many.rows, 100, "{threads} threads");
+            assert_eq!(
+                many.names, one.names,
+                "{threads} threads: columns in canonical order"
+            );
+            assert_eq!(cells(&many), cells(&one), "{threads} threads");
+        }
+        let only: Vec<String> = ["extra.late", "step", "early_only"]
+            .map(String::from)
+            .to_vec();
+        let a = read_steps_on(&run, Some(&only), Some(1)).unwrap();
+        let b = read_steps_on(&run, Some(&only), Some(2)).unwrap();
+        assert_eq!(cells(&b), cells(&a));
+        assert_eq!(a.names.len(), 3);
+        let late = a.column("extra.late").unwrap();
+        assert_eq!(late.scalar(74), None);
+        assert_eq!(late.scalar(76), Some(762.0));
     }
 
     #[test]
