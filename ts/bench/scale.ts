@@ -1,13 +1,16 @@
 /**
  * The scale benchmark behind `probe scale-bench` and benches/scale.ts: record a realistic
- * run through the real Recorder, then time every read surface and the same questions
- * asked of DuckDB (when `@duckdb/node-api` is installed), on the same files.
+ * run through the real Recorder (or take an existing one), then time every read surface
+ * and the same questions asked of DuckDB (when `@duckdb/node-api` is installed), on the
+ * same files.
  *
- * The read phase runs in a child process of its own, so its peak RSS is not hidden by
- * the write phase's (maxRSS only grows).
+ * Each surface runs in a fresh process of its own, and DuckDB's answer in another (see
+ * fresh-process.ts): the first call, the warm median and the peak RSS are that process's,
+ * not hidden by the write phase's or another surface's (VmHWM only grows), and neither
+ * side's modules count in the other's memory.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -19,6 +22,11 @@ import { RunReader } from '../reader/run-reader.js';
 import { Recorder } from '../recorder/recorder.js';
 import type { SampleRecord } from '../schema/sample-record.js';
 import type { StepRecord } from '../schema/step-record.js';
+import { median, processPeakRssMiB, timeFreshCalls } from './fresh-process.js';
+import type { CallFigures, ResultShape } from './fresh-process.js';
+import type { DuckDbAnswer } from './scale-duckdb.js';
+
+export { processPeakRssMiB } from './fresh-process.js';
 
 export interface WriteFigures {
   steps: number;
@@ -38,35 +46,32 @@ export interface WriteFigures {
 
 export interface ReadTiming {
   surface: string;
-  /** Best of the repeats. */
-  ms: number;
-  /** Peak RSS of a fresh process after its first call of this surface (before DuckDB). */
-  peakRssMiB: number;
-  duckdbMs: number | null;
-  /** ours / DuckDB */
-  ratio: number | null;
   detail: string;
+  /** rlprobe, in a fresh process of its own. */
+  ours: CallFigures;
+  /** DuckDB answering the same question on the same files, in a fresh process of its own; null when it has no counterpart or is not installed. */
+  duckdb: (CallFigures & { openMs: number }) | null;
+  /** The warm medians, ours / DuckDB. */
+  ratio: number | null;
+  /** What both sides answered with (checked equal), or null where there is nothing to compare. */
+  shape: ResultShape | null;
 }
 
 export interface ReadFigures {
+  /** The run read, its step and sample counts from the files' footers. */
+  run: { dir: string; steps: number; samples: number };
+  /** When the read phase started (ISO 8601). */
+  date: string;
+  /** os.loadavg() (1, 5 and 15 minutes) before and after the read phase: a shared machine's noise. */
+  loadAverage: { before: number[]; after: number[] };
+  cpus: number;
+  /** Calls after the first in each process, of which each warm figure is the median. */
+  warmRuns: number;
   timings: ReadTiming[];
-  /** The largest of the surfaces' peaks. */
+  /** The largest of rlprobe's peaks after a first call. */
   peakRssMiB: number;
-  duckdb: boolean;
-}
-
-/**
- * This process's peak RSS in MiB. On Linux from VmHWM: `ru_maxrss` survives exec, so a
- * child would report its parent's peak at fork time as its own.
- */
-export function processPeakRssMiB(): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    if (m) return Number(m[1]) / 1024;
-  } catch {
-    // not Linux
-  }
-  return process.resourceUsage().maxRSS / 1024;
+  /** `unavailable` is the line printed instead of DuckDB's figures. */
+  duckdb: { available: boolean; version: string | null; unavailable: string | null };
 }
 
 /** A tiny deterministic PRNG (mulberry32), so every run of a benchmark is the same run. */
@@ -222,182 +227,264 @@ class Sink extends Writable {
   }
 }
 
+class Collect extends Writable {
+  text = '';
+  _write(c: Buffer | string, _e: BufferEncoding, cb: () => void): void {
+    this.text += String(c);
+    cb();
+  }
+}
+
 /**
  * Runs one `probe` command line with its output sent to `stdout` / `stderr`; resolves to
  * its exit code. The CLI passes itself in: the benchmark is library code, below the CLI.
  */
 export type ProbeRunner = (args: string[], io: { stdout: Writable; stderr: Writable }) => Promise<number>;
 
-async function timeIt<T>(f: () => T | Promise<T>): Promise<[number, T]> {
-  const t = performance.now();
-  const out = await f();
-  return [performance.now() - t, out];
+/** Runs a probe command that must succeed: one that fails is an error, never a figure. */
+async function runProbe(probe: ProbeRunner, args: string[]): Promise<void> {
+  const stderr = new Collect();
+  const code = await probe(args, { stdout: new Sink(), stderr });
+  if (code !== 0) throw new Error(`probe ${args.join(' ')} exited ${code}: ${stderr.text.trim()}`);
 }
 
-/** An in-memory DuckDB that materialises every value of a query, or null if not installed. */
-async function openDuckDb(): Promise<{ run: (sql: string) => Promise<number> } | null> {
-  try {
-    const { DuckDBInstance } = await import('@duckdb/node-api');
-    const con = await (await DuckDBInstance.create(':memory:')).connect();
-    return {
-      run: async (sql: string) => {
-        const cols = (await con.runAndReadAll(sql)).getColumns();
-        return cols.length ? cols[0].length : 0;
-      },
-    };
-  } catch {
-    return null;
-  }
+/** The files a question reads, for DuckDB: those rlprobe's reader reads, as it lists them. */
+interface RunFiles {
+  steps: string[];
+  samples: string[];
 }
 
-const SURFACES = 9;
-const SAMPLE_SURFACES = 2;
+/** What a surface is asked, the same in rlprobe's process and in DuckDB's. */
+interface Question {
+  dir: string;
+  /** The 100 steps whose samples are read in full, or null when the run has no samples. */
+  window: [number, number] | null;
+}
 
-/** How many read surfaces `readScaleSurface` knows for this run (samples ones need samples). */
-export function surfaceCount(dir: string): number {
-  return RunReader.open(dir).sampleFiles().length === 0 ? SURFACES - SAMPLE_SURFACES : SURFACES;
+interface Surface {
+  name: string;
+  needsSamples?: boolean;
+  ours: (q: Question, probe: ProbeRunner) => unknown;
+  /** What DuckDB's answer must match, or null when there is nothing to compare. */
+  shape: (out: unknown) => ResultShape | null;
+  /** The same question as SQL on the same files, or null when DuckDB has no counterpart. */
+  sql: ((files: RunFiles, q: Question) => string) | null;
+  /** Said next to the figures; computed after the timed calls. */
+  detail: (out: unknown, dir: string) => string;
+}
+
+function parquetFiles(paths: string[]): string {
+  return `read_parquet([${paths.map((p) => `'${p.replaceAll("'", "''")}'`).join(', ')}], union_by_name = true)`;
+}
+
+const stepCount = (dir: string): number => RunReader.open(dir).view(['step']).length;
+
+/** rlprobe's read surfaces; a child process is told one by its index here. */
+const SURFACES: Surface[] = [
+  {
+    name: 'probe info',
+    ours: (q, probe) => runProbe(probe, ['info', q.dir]),
+    shape: () => null,
+    sql: (f) => `SELECT count(*), min(step), max(step) FROM ${parquetFiles(f.steps)}`,
+    detail: () => 'manifest, layout, step range, columns, events, samples (DuckDB: count, min and max of step)',
+  },
+  {
+    // every column in both: `SELECT *` of the same files, checked by the column count
+    name: 'all step columns',
+    ours: (q) => RunReader.open(q.dir).stepTable(),
+    shape: (t) => ({ rows: (t as { rows: number }).rows, columns: (t as { columns: unknown[] }).columns.length }),
+    sql: (f) => `SELECT * FROM ${parquetFiles(f.steps)}`,
+    detail: (t) => `${(t as { rows: number }).rows} rows × ${(t as { columns: unknown[] }).columns.length} columns`,
+  },
+  {
+    // one column in both (a RunView would add the step column to align the series)
+    name: 'one series (kl_mean)',
+    ours: (q) => RunReader.open(q.dir).stepTable(['kl_mean']),
+    shape: (t) => ({ rows: (t as { rows: number }).rows, columns: (t as { columns: unknown[] }).columns.length }),
+    sql: (f) => `SELECT kl_mean FROM ${parquetFiles(f.steps)}`,
+    detail: (t) => `${(t as { rows: number }).rows} values`,
+  },
+  {
+    // the reader adds `rank` to a projection (a sample's identity), so DuckDB reads it too
+    needsSamples: true,
+    name: 'samples: top_k of the whole run (no texts)',
+    ours: (q) => {
+      let rows = 0;
+      let columns = 0;
+      for (const s of RunReader.open(q.dir).samples({ reason: 'top_k', columns: ['step', 'sample_id', 'reward_total'] })) {
+        if (rows++ === 0) columns = Object.keys(s).length;
+      }
+      return { rows, columns };
+    },
+    shape: (s) => s as ResultShape,
+    sql: (f) => `SELECT step, sample_id, rank, reward_total FROM ${parquetFiles(f.samples)} WHERE capture_reason = 'top_k'`,
+    detail: (s) => `${(s as ResultShape).rows} samples`,
+  },
+  {
+    // every column in both; rows only are compared: a record nests the reward components
+    // DuckDB returns as columns, and leaves out null fields
+    needsSamples: true,
+    name: 'samples: 100 steps in full (texts)',
+    ours: (q) => {
+      let rows = 0;
+      for (const _ of RunReader.open(q.dir).samples({ stepRange: q.window! })) rows++;
+      return { rows, columns: null };
+    },
+    shape: (s) => s as ResultShape,
+    sql: (f, q) => `SELECT * FROM ${parquetFiles(f.samples)} WHERE step BETWEEN ${q.window![0]} AND ${q.window![1]}`,
+    detail: (s) => `${(s as ResultShape).rows} samples`,
+  },
+  {
+    name: 'probe doctor',
+    ours: (q, probe) => runProbe(probe, ['doctor', q.dir]),
+    shape: () => null,
+    sql: null,
+    detail: (_, dir) => `${diagnose(RunReader.open(dir)).findings.length} findings, ${stepCount(dir)} points`,
+  },
+  {
+    name: 'probe diff (the run against itself)',
+    ours: (q, probe) => runProbe(probe, ['diff', q.dir, q.dir]),
+    shape: () => null,
+    sql: null,
+    detail: (_, dir) => `${stepCount(dir)} steps × 2, every shared metric`,
+  },
+  {
+    name: 'probe report (HTML, without the browser)',
+    ours: async (q, probe) => {
+      const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-report-')), 'report.html');
+      try {
+        await runProbe(probe, ['report', q.dir, '--out', out]);
+        return statSync(out).size;
+      } finally {
+        rmSync(path.dirname(out), { recursive: true, force: true });
+      }
+    },
+    shape: () => null,
+    sql: null,
+    detail: (size, dir) => `${stepCount(dir)} steps, ${((size as number) / 1024).toFixed(0)} KiB of HTML`,
+  },
+  {
+    name: 'probe watch: catching up',
+    ours: (q) => new RunWatcher(q.dir, { haltOn: 'never', minConfidence: 1 }).tick(),
+    shape: () => null,
+    sql: null,
+    detail: (r) => `first look: ${(r as TickResult).points} points, ${(r as TickResult).findings.length} findings`,
+  },
+];
+
+/** What one of rlprobe's surfaces measured in its process (`probe scale-bench --read`). */
+export interface OursAnswer {
+  surface: string;
+  detail: string;
+  figures: CallFigures;
+  shape: ResultShape | null;
 }
 
 /**
- * Times read surface `index` (best of `repeat`), then DuckDB answering the same question
- * on the same files. Meant for a fresh process: the peak RSS it reports is that process's
- * after the first call, so one surface's garbage does not count against the next.
+ * Times read surface `index` in this process, which should be a fresh one: the first call
+ * (the first touch of the run here: nothing is read before it), then the median of `warm`
+ * more. `window` is the samples' 100 steps (see planReads).
  */
-export async function readScaleSurface(dir: string, index: number, probe: ProbeRunner, repeat = 3): Promise<ReadTiming & { duckdb: boolean }> {
-  const steps = path.join(dir, 'steps.parquet').replaceAll("'", "''");
-  const samples = path.join(dir, 'samples', '*.parquet').replaceAll("'", "''");
+export async function readScaleSurface(dir: string, index: number, probe: ProbeRunner, options: { warm: number; window: [number, number] | null }): Promise<OursAnswer> {
+  const s = SURFACES[index];
+  if (!s) throw new RangeError(`no read surface ${index} (there are ${SURFACES.length})`);
+  if (s.needsSamples && options.window === null) throw new RangeError(`read surface ${index} (${s.name}) needs the samples' window`);
+  const q: Question = { dir, window: options.window };
+  const { figures, last, shape } = await timeFreshCalls(() => s.ours(q, probe), options.warm, s.shape);
+  return { surface: s.name, detail: s.detail(last, dir), figures, shape };
+}
+
+/** The questions' inputs, from the run's listing (footers only): computed once, asked in every child. */
+function planReads(dir: string): { files: RunFiles; window: [number, number] | null; steps: number; samples: number } {
   const reader = RunReader.open(dir);
-  const n = reader.view(['step']).length;
-  const mid = Math.floor(n / 2);
-  const all: Array<{ name: string; needsSamples?: boolean; ours: () => unknown; sql: string | null; detail: (r: unknown) => string }> = [
-    {
-      name: 'probe info',
-      ours: async () => probe(['info', dir], { stdout: new Sink(), stderr: new Sink() }),
-      sql: `SELECT count(*), min(step), max(step) FROM read_parquet('${steps}')`,
-      detail: () => 'manifest, layout, step range, columns, events, samples',
-    },
-    {
-      name: 'all step columns',
-      ours: () => RunReader.open(dir).stepTable(),
-      sql: `SELECT * FROM read_parquet('${steps}')`,
-      detail: (t) => `${(t as { rows: number }).rows} rows × ${(t as { columns: unknown[] }).columns.length} columns`,
-    },
-    {
-      name: 'one series (kl_mean)',
-      ours: () => RunReader.open(dir).view(['kl_mean']).series('kl_mean'),
-      sql: `SELECT kl_mean FROM read_parquet('${steps}')`,
-      detail: (s) => `${(s as Float64Array).length} values`,
-    },
-    {
-      needsSamples: true,
-      name: 'samples: top_k of the whole run (no texts)',
-      ours: () => {
-        let k = 0;
-        for (const _ of RunReader.open(dir).samples({ reason: 'top_k', columns: ['step', 'sample_id', 'reward_total'] })) k++;
-        return k;
-      },
-      sql: `SELECT step, sample_id, reward_total FROM read_parquet('${samples}', union_by_name=true) WHERE capture_reason = 'top_k'`,
-      detail: (k) => `${k} samples`,
-    },
-    {
-      needsSamples: true,
-      name: 'samples: 100 steps in full (texts)',
-      ours: () => {
-        let k = 0;
-        for (const _ of RunReader.open(dir).samples({ stepRange: [mid, mid + 99] })) k++;
-        return k;
-      },
-      sql: `SELECT * FROM read_parquet('${samples}', union_by_name=true) WHERE step BETWEEN ${mid} AND ${mid + 99}`,
-      detail: (k) => `${k} samples`,
-    },
-    {
-      name: 'probe doctor',
-      ours: async () => {
-        const out = new Sink();
-        await probe(['doctor', dir], { stdout: out, stderr: new Sink() });
-        return out;
-      },
-      sql: null,
-      detail: () => `${diagnose(RunReader.open(dir)).findings.length} findings, ${n} points`,
-    },
-    {
-      name: 'probe diff (the run against itself)',
-      ours: async () => {
-        const out = new Sink();
-        await probe(['diff', dir, dir], { stdout: out, stderr: new Sink() });
-        return out;
-      },
-      sql: null,
-      detail: () => `${n} steps × 2, every shared metric`,
-    },
-    {
-      name: 'probe report (HTML, without the browser)',
-      ours: async () => {
-        const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-report-')), 'report.html');
-        try {
-          const code = await probe(['report', dir, '--out', out], { stdout: new Sink(), stderr: new Sink() });
-          if (code !== 0) throw new Error(`probe report exited ${code}`);
-          return statSync(out).size;
-        } finally {
-          rmSync(path.dirname(out), { recursive: true, force: true });
-        }
-      },
-      sql: null,
-      detail: (size) => `${n} steps, ${((size as number) / 1024).toFixed(0)} KiB of HTML`,
-    },
-    {
-      name: 'probe watch: catching up',
-      ours: () => new RunWatcher(dir, { haltOn: 'never', minConfidence: 1 }).tick(),
-      sql: null,
-      detail: (r) => `first look: ${(r as TickResult).points} points, ${(r as TickResult).findings.length} findings`,
-    },
-  ];
-  const hasSamples = reader.sampleFiles().length > 0;
-  const s = all.filter((x) => hasSamples || !x.needsSamples)[index];
-  if (!s) throw new Error(`no read surface ${index}`);
-  let best = Infinity;
-  let out: unknown;
-  let peakRssMiB = 0;
-  for (let i = 0; i < repeat; i++) {
-    const [ms, r] = await timeIt(s.ours);
-    if (i === 0) peakRssMiB = processPeakRssMiB();
-    best = Math.min(best, ms);
-    out = r;
-  }
-  // DuckDB only now: its module and buffers must not count in rlprobe's peak
-  const duck = await openDuckDb();
-  let duckdbMs: number | null = null;
-  if (duck && s.sql) {
-    duckdbMs = Infinity;
-    for (let k = 0; k < repeat; k++) duckdbMs = Math.min(duckdbMs, (await timeIt(() => duck!.run(s.sql!)))[0]);
-  }
+  const steps = reader.stepFiles();
+  const samples = reader.sampleFiles();
+  // the middle sampled step and the 99 after it
+  const sampled = samples.some((f) => f.rows > 0) ? reader.sampledSteps() : [];
+  const from = sampled.length > 0 ? sampled[sampled.length >> 1] : null;
   return {
-    surface: s.name,
-    ms: best,
-    peakRssMiB,
-    duckdbMs,
-    ratio: duckdbMs ? best / duckdbMs : null,
-    detail: s.detail(out),
-    duckdb: duck !== null,
+    files: { steps: steps.map((f) => f.path), samples: samples.map((f) => f.path) },
+    window: from === null ? null : [from, from + 99],
+    steps: steps.reduce((n, f) => n + f.rows, 0),
+    samples: samples.reduce((n, f) => n + f.rows, 0),
   };
 }
 
+function shapeText(s: ResultShape): string {
+  return s.columns === null ? `${s.rows} rows` : `${s.rows} rows × ${s.columns} columns`;
+}
+
+/** DuckDB must answer with what rlprobe answered: different work is no comparison. */
+export function checkSameAnswer(surface: string, dir: string, ours: ResultShape | null, duckdb: ResultShape): void {
+  if (ours === null) return;
+  if (ours.rows === duckdb.rows && (ours.columns === null || ours.columns === duckdb.columns)) return;
+  throw new Error(
+    `scale-bench: "${surface}" on ${dir}: DuckDB answered ${shapeText(duckdb)}, rlprobe ${shapeText(ours)}; ` +
+      'the two read different data, so their times are no comparison (was the run being written?)',
+  );
+}
+
+export interface ReadOptions {
+  /** Calls after the first in each process (default 5). */
+  warm?: number;
+  /** Node's options for the children (default: this process's, e.g. a TypeScript loader). */
+  execArgv?: string[];
+}
+
 /**
- * Runs the read phase, one fresh process per surface (each its own peak RSS):
- * `argsFor(i)` starts the caller's entry that prints `readScaleSurface(dir, i)` as its
- * last line of JSON.
+ * Runs the read phase of `dir`, one fresh process per surface and side: `start(args)` is
+ * the node command line (after `execArgv`) that runs `probe ...args`, e.g. `[cli, ...args]`.
+ * rlprobe's process then DuckDB's, surface after surface, so a burst of load falls on both.
+ * A child that fails, or a DuckDB answer of a different shape, is an error, never a figure.
  */
-export function readInChildren(dir: string, argsFor: (index: number) => string[], execArgv: string[] = process.execArgv): ReadFigures {
+export function readInChildren(dir: string, start: (probeArgs: string[]) => string[], options: ReadOptions = {}): ReadFigures {
+  const warm = options.warm ?? 5;
+  const execArgv = options.execArgv ?? process.execArgv;
+  const child = <T>(what: string, args: string[]): T => {
+    const r = spawnSync(process.execPath, [...execArgv, ...start(args)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    if (r.status !== 0) throw new Error(`${what} failed (exit ${r.status}${r.signal ? `, ${r.signal}` : ''}): ${r.stderr}${r.stdout.slice(-2000)}`);
+    return JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as T;
+  };
+  const plan = planReads(dir);
+  const question: Question = { dir, window: plan.window };
+  const date = new Date().toISOString();
+  const before = os.loadavg();
   const timings: ReadTiming[] = [];
-  let duckdb = false;
-  for (let i = 0; i < surfaceCount(dir); i++) {
-    const r = spawnSync(process.execPath, [...execArgv, ...argsFor(i)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-    if (r.status !== 0) throw new Error(`read surface ${i} failed (exit ${r.status}): ${r.stderr}${r.stdout.slice(-2000)}`);
-    const { duckdb: d, ...t } = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as ReadTiming & { duckdb: boolean };
-    duckdb = d;
-    timings.push(t);
-  }
-  return { timings, peakRssMiB: Math.max(...timings.map((t) => t.peakRssMiB)), duckdb };
+  const duckdb: ReadFigures['duckdb'] = { available: true, version: null, unavailable: null };
+  SURFACES.forEach((s, index) => {
+    if (s.needsSamples && plan.window === null) return;
+    const windowArgs = plan.window ? ['--window', String(plan.window[0])] : [];
+    const ours = child<OursAnswer>(`read surface ${index} (${s.name})`, ['scale-bench', '--read', dir, '--surface', String(index), '--warm', String(warm), ...windowArgs]);
+    let theirs: ReadTiming['duckdb'] = null;
+    if (s.sql && duckdb.available) {
+      const answer = child<DuckDbAnswer>(`DuckDB for ${s.name}`, ['scale-bench', '--duckdb-sql', s.sql(plan.files, question), '--warm', String(warm)]);
+      if (answer.available) {
+        checkSameAnswer(s.name, dir, ours.shape, answer.shape);
+        duckdb.version = answer.version;
+        theirs = { ...answer.figures, openMs: answer.openMs };
+      } else {
+        Object.assign(duckdb, { available: false, unavailable: answer.unavailable });
+      }
+    }
+    timings.push({
+      surface: ours.surface,
+      detail: ours.detail,
+      ours: ours.figures,
+      duckdb: theirs,
+      ratio: theirs ? ours.figures.warmMedianMs / theirs.warmMedianMs : null,
+      shape: ours.shape,
+    });
+  });
+  return {
+    run: { dir, steps: plan.steps, samples: plan.samples },
+    date,
+    loadAverage: { before, after: os.loadavg() },
+    cpus: os.availableParallelism(),
+    warmRuns: warm,
+    timings,
+    peakRssMiB: Math.max(...timings.map((t) => t.ours.peakRssFirstMiB)),
+    duckdb,
+  };
 }
 
 /** Wall time of one command line, each run a fresh process. */
@@ -418,12 +505,6 @@ export interface StartupFigures {
   /** os.loadavg() (1, 5 and 15 minutes) just before the first process: a shared machine's noise. */
   loadAverage: number[];
   cpus: number;
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /**
@@ -453,25 +534,75 @@ export function timeStartup(dir: string, probe: string[], rounds = 8): StartupFi
   return { timings, loadAverage, cpus: os.availableParallelism() };
 }
 
-export function formatReport(w: WriteFigures, r: ReadFigures, startup?: StartupFigures): string {
-  const mib = (b: number) => `${(b / 1024 / 1024).toFixed(2)} MB`;
+
+function ms(x: number): string {
+  return x < 1000 ? `${x.toFixed(1)} ms` : `${(x / 1000).toFixed(2)} s`;
+}
+
+function loadText(l: number[]): string {
+  return l.map((x) => x.toFixed(2)).join(' ');
+}
+
+/** The read phase as one table: each surface, ours next to DuckDB's, first call and warm. */
+function readTable(r: ReadFigures): string[] {
+  const columns = ['ours first', 'ours warm', 'DuckDB first', 'DuckDB warm', 'ratio', 'RSS ours', 'RSS DuckDB'];
+  const row = (surface: string, cells: string[], detail = ''): string =>
+    `  ${surface.padEnd(44)}${cells.map((c, i) => c.padStart(Math.max(columns[i].length, 9) + 2)).join('')}${detail ? `   ${detail}` : ''}`;
+  const duckdb = r.duckdb.available ? `DuckDB ${r.duckdb.version ?? '(not run)'}` : 'no DuckDB';
+  const theirs = r.timings.flatMap((t) => (t.duckdb ? [t.duckdb] : []));
   const lines = [
-    `scale benchmark: ${w.steps} steps, ${w.samplesPerStep} samples kept per step (of ${w.candidatesPerStep} candidates)`,
-    `  write       ${w.seconds.toFixed(1)} s in all; ${Math.round(w.stepsPerSecond)} steps/s logged; close + compaction ${w.closeSeconds.toFixed(1)} s`,
-    `  kept        ${w.samplesWritten} samples written, ${w.samplesDropped} samples and ${w.stepsDropped} steps dropped`,
-    `  on disk     steps.parquet ${mib(w.stepsBytes)}; samples ${mib(w.samplesBytes)} (synthetic text: compresses better than real); run ${mib(w.totalBytes)}`,
-    `  peak RSS    write ${w.peakRssMiB.toFixed(0)} MiB; reads (largest, one fresh process per surface) ${r.peakRssMiB.toFixed(0)} MiB`,
-    '',
-    `  ${'surface'.padEnd(44)} ${'rlprobe'.padStart(10)} ${'DuckDB'.padStart(10)} ${'ratio'.padStart(7)} ${'peak RSS'.padStart(9)}`,
+    `  read surfaces ${r.date.slice(0, 16).replace('T', ' ')} UTC; load average ${loadText(r.loadAverage.before)} before, ${loadText(r.loadAverage.after)} after, on ${r.cpus} CPUs; ${duckdb}`,
+    `  each side of each surface a fresh process: first = its first call; warm = the median of the ${r.warmRuns === 1 ? 'call' : `${r.warmRuns} calls`} after it;`,
+    '  ratio = warm, ours / DuckDB; RSS = peak (VmHWM) after the first call; DuckDB = its scan into its own columnar result',
+    row('surface', columns),
   ];
   for (const t of r.timings) {
-    const duck = t.duckdbMs === null ? '—' : `${t.duckdbMs.toFixed(1)} ms`;
-    const ratio = t.ratio === null ? '—' : `${t.ratio.toFixed(2)}×`;
-    lines.push(`  ${t.surface.padEnd(44)} ${`${t.ms.toFixed(1)} ms`.padStart(10)} ${duck.padStart(10)} ${ratio.padStart(7)} ${`${t.peakRssMiB.toFixed(0)} MiB`.padStart(9)}   ${t.detail}`);
+    const d = t.duckdb;
+    lines.push(
+      row(
+        t.surface,
+        [
+          ms(t.ours.firstMs),
+          ms(t.ours.warmMedianMs),
+          d ? ms(d.firstMs) : '—',
+          d ? ms(d.warmMedianMs) : '—',
+          t.ratio === null ? '—' : `${t.ratio.toFixed(2)}×`,
+          `${t.ours.peakRssFirstMiB.toFixed(0)} MiB`,
+          d ? `${d.peakRssFirstMiB.toFixed(0)} MiB` : '—',
+        ],
+        t.detail,
+      ),
+    );
   }
-  if (!r.duckdb) lines.push('  (DuckDB not installed: npm install @duckdb/node-api to compare)');
+  if (r.duckdb.unavailable !== null) lines.push(`  ${r.duckdb.unavailable}`);
+  const startRss = `before the first call, peak RSS ${median(r.timings.map((t) => t.ours.startRssMiB)).toFixed(0)} MiB for ours`;
+  if (theirs.length === 0) lines.push(`  ${startRss} (median of ${r.timings.length} processes)`);
+  else {
+    lines.push(
+      `  ${startRss}, ${median(theirs.map((d) => d.startRssMiB)).toFixed(0)} MiB for DuckDB, which took ${ms(median(theirs.map((d) => d.openMs)))} ` +
+        `to import and open (medians of ${r.timings.length} and ${theirs.length} processes)`,
+    );
+  }
+  return lines;
+}
+
+export function formatReport(w: WriteFigures | null, r: ReadFigures, startup?: StartupFigures): string {
+  const mib = (b: number) => `${(b / 1024 / 1024).toFixed(2)} MB`;
+  const lines = w
+    ? [
+        `scale benchmark: ${w.steps} steps, ${w.samplesPerStep} samples kept per step (of ${w.candidatesPerStep} candidates)`,
+        `  write       ${w.seconds.toFixed(1)} s in all; ${Math.round(w.stepsPerSecond)} steps/s logged; close + compaction ${w.closeSeconds.toFixed(1)} s`,
+        `  kept        ${w.samplesWritten} samples written, ${w.samplesDropped} samples and ${w.stepsDropped} steps dropped`,
+        `  on disk     steps.parquet ${mib(w.stepsBytes)}; samples ${mib(w.samplesBytes)} (synthetic text: compresses better than real); run ${mib(w.totalBytes)}`,
+        `  peak RSS    write ${w.peakRssMiB.toFixed(0)} MiB; reads (largest, one fresh process per surface) ${r.peakRssMiB.toFixed(0)} MiB`,
+      ]
+    : [
+        `scale benchmark: the run at ${r.run.dir} (${r.run.steps} steps, ${r.run.samples} samples), read only`,
+        `  peak RSS    reads (largest, one fresh process per surface) ${r.peakRssMiB.toFixed(0)} MiB`,
+      ];
+  lines.push('', ...readTable(r));
   if (startup?.timings.length) {
-    const load = `load average ${startup.loadAverage.map((l) => l.toFixed(2)).join(' ')} on ${startup.cpus} CPUs`;
+    const load = `load average ${loadText(startup.loadAverage)} on ${startup.cpus} CPUs`;
     lines.push('', `  ${'CLI start (a fresh process each, wall time)'.padEnd(44)} ${'first'.padStart(10)} ${`median of ${startup.timings[0].runs}`.padStart(13)}   ${load}`);
     for (const t of startup.timings) lines.push(`  ${t.command.padEnd(44)} ${`${t.firstMs.toFixed(0)} ms`.padStart(10)} ${`${t.medianMs.toFixed(0)} ms`.padStart(13)}`);
   }

@@ -5,40 +5,55 @@ import path from 'node:path';
 
 import type { BaseContext } from 'clipanion';
 
-import { formatReport, readInChildren, readScaleSurface, timeStartup, writeScaleRun } from '../../bench/scale.js';
 import type { ProbeRunner } from '../../bench/scale.js';
 import { RlprobeError } from '../../errors.js';
 
 export interface ScaleBenchArgs {
   steps: number;
   samplesPerStep: number;
+  /** Read this run instead of recording one. */
+  run: string | undefined;
+  warm: number;
   startupRuns: number;
   out: string | undefined;
-  /** Hidden: time one read surface of this run, in this (fresh) process. */
+  /** Hidden: time one of rlprobe's read surfaces of this run, in this (fresh) process. */
   read: string | undefined;
   surface: number;
+  /** Hidden: the first of the 100 steps whose samples are read in full. */
+  window: number | undefined;
+  /** Hidden: time DuckDB answering this query, in this (fresh) process. */
+  duckdbSql: string | undefined;
   json: boolean;
   context: BaseContext;
 }
 
 export async function execScaleBench(command: ScaleBenchArgs, probe: ProbeRunner): Promise<number> {
+  const print = (text: string) => command.context.stdout.write(`${text}\n`);
+  if (command.duckdbSql !== undefined) {
+    // DuckDB's side of a surface, in a child process that never loads rlprobe's reader
+    const { answerWithDuckDb } = await import('../../bench/scale-duckdb.js');
+    print(JSON.stringify(await answerWithDuckDb(command.duckdbSql, command.warm)));
+    return 0;
+  }
+  const { formatReport, readInChildren, readScaleSurface, timeStartup, writeScaleRun } = await import('../../bench/scale.js');
   if (command.read !== undefined) {
-    // one surface of the read phase, in a child process of its own
-    command.context.stdout.write(`${JSON.stringify(await readScaleSurface(command.read, command.surface, probe))}\n`);
+    // rlprobe's side of a surface, in a child process of its own
+    const window: [number, number] | null = command.window === undefined ? null : [command.window, command.window + 99];
+    print(JSON.stringify(await readScaleSurface(command.read, command.surface, probe, { warm: command.warm, window })));
     return 0;
   }
   if (command.out !== undefined && existsSync(command.out) && readdirSync(command.out).length > 0) {
     throw new RlprobeError('RLPROBE_INVALID_OPTION', `--out ${command.out} is not empty: the benchmark records a new run`);
   }
-  const dir = command.out ?? mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
+  const dir = command.run ?? command.out ?? mkdtempSync(path.join(os.tmpdir(), 'rlprobe-scale-'));
   try {
-    const w = writeScaleRun(dir, command.steps, command.samplesPerStep, (s) => command.context.stderr.write(`${s}\n`));
-    const r = readInChildren(dir, (i) => [process.argv[1], 'scale-bench', '--read', dir, '--surface', String(i)]);
-    // this CLI as it was started (the built one, or the sources under a TypeScript loader)
+    const w = command.run === undefined ? writeScaleRun(dir, command.steps, command.samplesPerStep, (s) => command.context.stderr.write(`${s}\n`)) : null;
+    // the children run this CLI as it was started (the built one, or the sources under a TypeScript loader)
+    const r = readInChildren(dir, (args) => [process.argv[1], ...args], { warm: command.warm });
     const startup = timeStartup(dir, [...process.execArgv, process.argv[1]], command.startupRuns);
-    command.context.stdout.write(command.json ? `${JSON.stringify({ write: w, read: r, startup })}\n` : `${formatReport(w, r, startup)}\n`);
+    print(command.json ? JSON.stringify({ write: w, read: r, startup }) : formatReport(w, r, startup));
   } finally {
-    if (command.out === undefined) rmSync(dir, { recursive: true, force: true });
+    if (command.run === undefined && command.out === undefined) rmSync(dir, { recursive: true, force: true });
   }
   return 0;
 }
