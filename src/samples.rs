@@ -10,7 +10,9 @@ use napi::bindgen_prelude::*;
 use napi::Task;
 use napi_derive::napi;
 use rlprobe_core::samples::select::call_seed;
-use rlprobe_core::samples::{select_samples, SampleCursor, SampleFilter, SamplingConfig};
+use rlprobe_core::samples::{
+    select_samples, PrefetchCursor, SampleCursor, SampleFilter, SamplingConfig,
+};
 
 use crate::error::{guard, js, settle, Result};
 use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
@@ -176,10 +178,11 @@ pub struct NativeSampleBatch {
     pub columns: Vec<NativeSampleColumn>,
 }
 
-/// A streaming read of one run directory's samples, filtered in Rust.
+/// A streaming read of one run directory's samples, filtered in Rust on a thread of its
+/// own a couple of batches ahead, while this thread turns batches into JS values.
 #[napi]
 pub struct NativeSampleCursor {
-    cursor: SampleCursor,
+    cursor: PrefetchCursor,
 }
 
 #[napi]
@@ -217,6 +220,7 @@ impl NativeSampleCursor {
             None => f,
         };
         let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize)
+            .and_then(PrefetchCursor::start)
             .map_err(js)?;
         Ok(NativeSampleCursor { cursor })
     }
@@ -233,7 +237,7 @@ impl NativeSampleCursor {
     /// Row groups skipped unread by their step statistics so far.
     #[napi(getter)]
     pub fn row_groups_skipped(&self) -> f64 {
-        self.cursor.row_groups_skipped as f64
+        self.cursor.row_groups_skipped() as f64
     }
 }
 

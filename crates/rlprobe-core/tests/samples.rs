@@ -10,7 +10,9 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Int64Type;
 use rlprobe_core::layout::{list_parts, list_shards, SAMPLES_DIR};
 use rlprobe_core::samples::wire::{WireValue as W, WireWriter};
-use rlprobe_core::samples::{compact_samples, CaptureReason, SampleCursor, SampleFilter};
+use rlprobe_core::samples::{
+    compact_samples, CaptureReason, PrefetchCursor, SampleCursor, SampleFilter,
+};
 use rlprobe_core::{Recorder, RecorderOptions};
 
 fn tempdir(tag: &str) -> PathBuf {
@@ -436,4 +438,125 @@ fn reads_during_compaction_never_miss_or_double_a_row() {
     );
     assert_eq!(rows(&read_all(&dir, SampleFilter::default(), None)), 6000);
     assert_eq!(rlprobe_core::read_steps(&dir, None).unwrap().rows, 1500);
+}
+
+fn read_ahead(
+    dir: &Path,
+    filter: SampleFilter,
+    columns: Option<Vec<String>>,
+) -> (Vec<RecordBatch>, u64) {
+    let cursor = SampleCursor::open(dir, filter, columns, 1000).unwrap();
+    let mut c = PrefetchCursor::start(cursor).unwrap();
+    let mut out = Vec::new();
+    while let Some(b) = c.next_batch().unwrap() {
+        out.push(b);
+    }
+    assert!(c.next_batch().unwrap().is_none(), "done stays done");
+    (out, c.row_groups_skipped())
+}
+
+#[test]
+fn a_cursor_read_ahead_on_its_own_thread_yields_what_the_plain_cursor_does() {
+    let dir = tempdir("prefetch");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 0..1250 {
+        push_step_samples(&rec, step, 8, "the answer is 4");
+    }
+    rec.close(true, Duration::from_secs(60)).unwrap();
+    // more files: parts after the shards
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 1250..1400 {
+        push_step_samples(&rec, step, 8, "four");
+    }
+    assert!(rec.flush(Duration::from_secs(30)));
+    let filters = [
+        SampleFilter::default(),
+        SampleFilter {
+            step_min: Some(1000),
+            step_max: Some(1300),
+            reasons: vec!["top_k".into()],
+            ..Default::default()
+        },
+        SampleFilter {
+            group: Some("g3".into()),
+            ..Default::default()
+        },
+    ];
+    for f in filters {
+        for columns in [
+            None,
+            Some(vec!["sample_id".to_string(), "step".to_string()]),
+        ] {
+            let plain = read_all(&dir, f.clone(), columns.clone());
+            let mut c = SampleCursor::open(&dir, f.clone(), columns.clone(), 1000).unwrap();
+            while c.next_batch().unwrap().is_some() {}
+            let (ahead, skipped) = read_ahead(&dir, f.clone(), columns);
+            assert_eq!(ahead, plain, "batch for batch, filter {f:?}");
+            assert_eq!(skipped, c.row_groups_skipped);
+        }
+    }
+    rec.close(false, Duration::from_secs(60)).unwrap();
+}
+
+#[test]
+fn a_cursor_read_ahead_reports_a_damaged_file_and_stops_and_a_dropped_one_ends_its_thread() {
+    let dir = tempdir("prefetch-damaged");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 0..9000 {
+        push_step_samples(&rec, step, 1, "x");
+    }
+    rec.close(true, Duration::from_secs(60)).unwrap();
+    let shards = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
+    assert!(shards.len() >= 3);
+    // the second shard's middle overwritten: its footer still reads, its pages do not
+    let victim = shards[1].1.clone();
+    let mut bytes = fs::read(&victim).unwrap();
+    let mid = bytes.len() / 3;
+    for b in &mut bytes[mid..mid + 64] {
+        *b = 0xAB;
+    }
+    fs::write(&victim, bytes).unwrap();
+    let plain_err = {
+        let mut c = SampleCursor::open(&dir, SampleFilter::default(), None, 1000).unwrap();
+        loop {
+            match c.next_batch() {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the damaged shard was read without an error"),
+                Err(e) => break e.to_string(),
+            }
+        }
+    };
+    let mut c = PrefetchCursor::start(
+        SampleCursor::open(&dir, SampleFilter::default(), None, 1000).unwrap(),
+    )
+    .unwrap();
+    let err = loop {
+        match c.next_batch() {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the damaged shard was read ahead without an error"),
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert_eq!(err, plain_err);
+    assert!(c.next_batch().unwrap().is_none(), "nothing after the error");
+
+    // dropped after one batch: its thread must not outlive it (it would hold the files)
+    let mut c =
+        PrefetchCursor::start(SampleCursor::open(&dir, SampleFilter::default(), None, 10).unwrap())
+            .unwrap();
+    assert!(c.next_batch().unwrap().is_some());
+    let ended = c.thread_ended();
+    assert!(
+        !ended.load(std::sync::atomic::Ordering::Acquire),
+        "still reading ahead"
+    );
+    drop(c);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ended.load(std::sync::atomic::Ordering::Acquire) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reading thread outlived its cursor"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

@@ -9,15 +9,18 @@
 //! - `files`: which files hold the samples (each read once, whatever the layout)
 //! - `compact`: parts → 4096-row shards, crash-safe and streaming
 //! - `cursor`: filtered, bounded-memory reads
+//! - `prefetch`: a cursor read ahead on a thread of its own
 
 pub mod batch;
 pub mod compact;
 pub mod cursor;
 pub mod files;
+pub mod prefetch;
 pub mod schema;
 pub mod select;
 pub mod wire;
 
 pub use compact::compact_samples;
 pub use cursor::{SampleCursor, SampleFilter};
+pub use prefetch::PrefetchCursor;
 pub use select::{select_samples, CaptureReason, SamplingConfig};
