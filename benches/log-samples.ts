@@ -1,13 +1,15 @@
 /**
  * What `logSamples` costs the training loop: 64 samples of about 2 KB a call (a GRPO
- * step's rollouts), each text a fresh string as a tokenizer's decode makes it.
+ * step's rollouts), each text a fresh string as a tokenizer's decode makes it, then a
+ * `logStep` for the step. The recorder as users get it (exit hooks installed: the hand-over
+ * waits for a turn only then).
  *
- * - the call, in a loop that awaits once a step (a trainer awaiting its rollouts): the
- *   call hands the batch over; selection and encoding run at the event loop's next turn;
- * - the whole cost to the thread a step (the call and its deferred work): the loop's time
- *   with rlprobe minus the same loop with logSamples a no-op, medians of interleaved rounds;
- * - the call in a loop that never yields: past 8192 waiting samples each call encodes the
- *   oldest call itself, so it pays what it logs;
+ * - a trainer that awaits between the two (its optimizer step): the logSamples call hands
+ *   the batch over; selection and encoding run at the event loop's next turn;
+ * - the whole cost to the thread a step: the loop's time with rlprobe minus the same loop
+ *   with both calls no-ops, medians of interleaved rounds;
+ * - logStep in the same turn as logSamples (a loop that does not yield between them):
+ *   that logStep encodes the samples first, so a step never reaches disk before them;
  * - Python rlprobe's `log_samples` on the same batches, when the interop venv has it.
  *
  *   npm run bench:log-samples
@@ -51,32 +53,43 @@ function quantile(xs: number[], q: number): number {
 }
 
 interface LoopFigures {
-  callMedianUs: number;
-  callP99Us: number;
+  samplesMedianUs: number;
+  samplesP99Us: number;
+  stepMedianUs: number;
+  stepP99Us: number;
   /** The loop's time a step, in µs. */
   stepUs: number;
 }
 
-/** One loop of STEPS steps; `log` false replaces logSamples by a no-op (the baseline). */
-async function loop(log: boolean, yields: boolean): Promise<LoopFigures> {
+/**
+ * One loop of STEPS steps: rollouts (a turn), logSamples, the optimizer step (a turn unless
+ * `sameTurn`), logStep. `log` false makes both calls no-ops (the baseline).
+ */
+async function loop(log: boolean, sameTurn: boolean): Promise<LoopFigures> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'rlprobe-bench-log-samples-'));
-  const rec = new Recorder(dir, { installHandlers: false, captureEnvironment: false, sampleQueueBytes: 1024 * 1024 * 1024 });
-  const calls: number[] = [];
+  const rec = new Recorder(dir, { captureEnvironment: false, sampleQueueBytes: 1024 * 1024 * 1024 });
+  const samples: number[] = [];
+  const steps: number[] = [];
   const t0 = performance.now();
   for (let step = 0; step < STEPS; step++) {
+    await nextTurn();
     const b = batch(step);
-    const t = performance.now();
+    let t = performance.now();
     if (log) rec.logSamples(b as never, { step });
-    calls.push((performance.now() - t) * 1000);
-    if (yields) await nextTurn();
+    samples.push((performance.now() - t) * 1000);
+    if (!sameTurn) await nextTurn();
+    t = performance.now();
+    if (log) rec.logStep({ step, loss: 1 / (step + 1), reward_mean: b.length });
+    steps.push((performance.now() - t) * 1000);
   }
   // what is still handed over is part of the loop's cost
   rec.flushSync(60_000);
   const stepUs = ((performance.now() - t0) * 1000) / STEPS;
   rec.close();
   rmSync(dir, { recursive: true, force: true });
-  const warm = calls.slice(100);
-  return { callMedianUs: quantile(warm, 0.5), callP99Us: quantile(warm, 0.99), stepUs };
+  const s = samples.slice(100);
+  const l = steps.slice(100);
+  return { samplesMedianUs: quantile(s, 0.5), samplesP99Us: quantile(s, 0.99), stepMedianUs: quantile(l, 0.5), stepP99Us: quantile(l, 0.99), stepUs };
 }
 
 function median(xs: number[]): number {
@@ -114,20 +127,21 @@ print(json.dumps(dict(medianUs=w[len(w) // 2], p99Us=w[int(0.99 * len(w))])))
 }
 
 const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
-const asyncCalls: LoopFigures[] = [];
-const syncCalls: LoopFigures[] = [];
+const awaiting: LoopFigures[] = [];
+const sameTurn: LoopFigures[] = [];
 const extra: number[] = [];
 for (let round = 0; round < ROUNDS; round++) {
-  const base = await loop(false, true);
-  const withRec = await loop(true, true);
-  asyncCalls.push(withRec);
+  const base = await loop(false, false);
+  const withRec = await loop(true, false);
+  awaiting.push(withRec);
   extra.push(withRec.stepUs - base.stepUs);
-  syncCalls.push(await loop(true, false));
+  sameTurn.push(await loop(true, true));
 }
 const py = python();
 const f = (x: number) => `${x.toFixed(1)} µs`;
-console.log(`logSamples, ${PER_CALL} samples of ~2 KB a call, ${STEPS} calls a loop, medians of ${ROUNDS} rounds (load average ${load} on ${os.availableParallelism()} CPUs)`);
-console.log(`  the call, loop awaiting once a step     median ${f(median(asyncCalls.map((x) => x.callMedianUs)))}   p99 ${f(median(asyncCalls.map((x) => x.callP99Us)))}`);
-console.log(`  call + deferred work, per step           ${f(median(extra))}   (the loop's time a step with rlprobe, minus with logSamples a no-op)`);
-console.log(`  the call, loop that never yields         median ${f(median(syncCalls.map((x) => x.callMedianUs)))}   p99 ${f(median(syncCalls.map((x) => x.callP99Us)))}   (each call encodes an older one)`);
-console.log(py ? `  Python rlprobe log_samples               median ${f(py.medianUs)}   p99 ${f(py.p99Us)}` : '  Python rlprobe: not measured (no interop venv: node scripts/setup-python.mjs)');
+const m = (xs: LoopFigures[], k: keyof LoopFigures) => f(median(xs.map((x) => x[k])));
+console.log(`logSamples, ${PER_CALL} samples of ~2 KB a call, then logStep; ${STEPS} steps a loop, medians of ${ROUNDS} rounds (load average ${load} on ${os.availableParallelism()} CPUs)`);
+console.log(`  awaiting between them   logSamples median ${m(awaiting, 'samplesMedianUs')}  p99 ${m(awaiting, 'samplesP99Us')}   logStep median ${m(awaiting, 'stepMedianUs')}  p99 ${m(awaiting, 'stepP99Us')}`);
+console.log(`  whole cost a step        ${f(median(extra))}   (the loop's time a step with rlprobe, minus with both calls no-ops: the deferred selection and encoding included)`);
+console.log(`  same turn                logSamples median ${m(sameTurn, 'samplesMedianUs')}  p99 ${m(sameTurn, 'samplesP99Us')}   logStep median ${m(sameTurn, 'stepMedianUs')}  p99 ${m(sameTurn, 'stepP99Us')}   (that logStep encodes the samples first)`);
+console.log(py ? `  Python rlprobe log_samples median ${f(py.medianUs)}  p99 ${f(py.p99Us)}` : '  Python rlprobe: not measured (no interop venv: node scripts/setup-python.mjs)');

@@ -415,9 +415,31 @@ function watched(n: number, reads: number[], offset = 0): SampleRecord[] {
   });
 }
 
+/** The hand-over waits for a turn only where the exit hooks would see it through. */
+const HAND_OVER = { installHandlers: true } as const;
+
 describe('logSamples hands the batch over', () => {
+  test('a logStep encodes what is handed over before its step: a step never reaches the writer ahead of earlier samples', (t) => {
+    const { dir, rec } = extraRun(t, 'handover-step', HAND_OVER);
+    const reads: number[] = [];
+    rec.logSamples(watched(40, reads), { step: 0 });
+    assert.equal(reads.reduce((a, b) => a + b, 0), 0, 'handed over');
+    rec.logStep({ step: 0, loss: 1 });
+    assert.ok(reads.every((r) => r >= 1), 'selected before the step was queued');
+    assert.equal(rec.flushSync(10_000), true);
+    assert.equal(readAll(dir).length, 8);
+  });
+
+  test('without our exit hooks (installHandlers: false) a call selects and encodes at once', (t) => {
+    const { rec } = run(t, 'handover-no-hooks', { installHandlers: false });
+    const reads: number[] = [];
+    rec.logSamples(watched(40, reads), { step: 0 });
+    assert.ok(reads.every((r) => r >= 1), 'every reward read in the call');
+    assert.equal(reads.filter((r) => r >= 2).length, 8, 'the kept samples encoded in the call');
+  });
+
   test('the call reads no sample; they are selected, encoded and counted at the next turn of the event loop', async (t) => {
-    const { dir, rec } = run(t, 'handover');
+    const { dir, rec } = extraRun(t, 'handover', HAND_OVER);
     const reads: number[] = [];
     rec.logSamples(watched(40, reads), { step: 3 });
     assert.equal(reads.reduce((a, b) => a + b, 0), 0, 'no sample read in the call');
@@ -429,7 +451,7 @@ describe('logSamples hands the batch over', () => {
   });
 
   test('a counters read, flushSync and close encode what is handed over at once', (t) => {
-    const { dir, rec } = run(t, 'handover-sync');
+    const { dir, rec } = extraRun(t, 'handover-sync', HAND_OVER);
     rec.logSamples(withRewards(shuffled(40, 1)), { step: 0 });
     assert.equal(rec.counters.samplesLogged, 8, 'counted from the call on');
     rec.logSamples(withRewards(shuffled(40, 2)), { step: 1 });
@@ -441,7 +463,7 @@ describe('logSamples hands the batch over', () => {
   });
 
   test('refilling or emptying the array after the call changes nothing recorded', async (t) => {
-    const { dir, rec } = run(t, 'handover-refill');
+    const { dir, rec } = extraRun(t, 'handover-refill', HAND_OVER);
     const batch = withRewards([1, 2, 3]);
     rec.logSamples(batch, { step: 0 });
     batch[0] = { reward_total: 99, completion_text: 'refilled' };
@@ -453,7 +475,7 @@ describe('logSamples hands the batch over', () => {
   });
 
   test(`a loop that never yields keeps at most ${MAX_HANDED_OVER_SAMPLES} samples and ${MAX_HANDED_OVER_CALLS} calls waiting: later calls encode the oldest`, (t) => {
-    const { dir, rec } = run(t, 'handover-bound', { sampleQueueBytes: 256 * 1024 * 1024 });
+    const { dir, rec } = extraRun(t, 'handover-bound', { ...HAND_OVER, sampleQueueBytes: 256 * 1024 * 1024 });
     const reads: number[] = [];
     const calls = 200;
     for (let c = 0; c < calls; c++) rec.logSamples(watched(64, reads, 64 * c), { step: c });
@@ -463,13 +485,25 @@ describe('logSamples hands the batch over', () => {
     assert.ok(perCall.slice(calls - waiting).every((read) => !read), 'no newer call read');
 
     // one-sample calls: bounded in calls
-    const small = extraRun(t, 'handover-bound-calls', { sampleQueueBytes: 256 * 1024 * 1024 });
+    const small = extraRun(t, 'handover-bound-calls', { ...HAND_OVER, sampleQueueBytes: 256 * 1024 * 1024 });
     const smallReads: number[] = [];
     for (let c = 0; c < 300; c++) small.rec.logSamples(watched(1, smallReads, c), { step: c });
     assert.equal(smallReads.filter((r) => r > 0).length, 300 - MAX_HANDED_OVER_CALLS);
     assert.equal(small.rec.close().counters.samplesWritten, 300);
     assert.equal(rec.close().counters.samplesWritten, calls * 8);
     assert.equal(readAll(dir).length, calls * 8);
+  });
+
+  test('SIGKILL while a loop that never yields is busy: every step on disk has its samples', async (t) => {
+    const dir = tempRunDir(t, 'handover-sigkill');
+    const child = spawnChild('samples-exit.ts', [dir, 'busy-sigkill']);
+    await child.waitForLine(/^ready$/, 60_000);
+    child.proc.kill('SIGKILL');
+    await child.exited;
+    const steps = RunReader.open(dir).steps().map((s) => s.step);
+    assert.ok(steps.length >= 10, `steps were published before the kill (${steps.length}): ${child.describe()}`);
+    const got = readAll(dir);
+    for (const step of steps) assert.equal(got.filter((s) => s.step === step).length, 8, `step ${step} is on disk, so are its 8 samples`);
   });
 
   for (const ending of ['natural', 'exit3', 'throw', 'reject', 'sigterm'] as const) {

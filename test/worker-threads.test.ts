@@ -157,6 +157,8 @@ describe('a recorder in a worker thread', () => {
       }
       if (c.signal) assert.equal(events.find((e) => e.kind === 'signal')!.data.signal, c.signal);
       assert.deepEqual(r.steps().map((s) => s.step).sort((a, b) => a - b), range(0, STEPS), 'every step exactly once');
+      // a worker's recorder encodes samples in the call: no turn of its own follows
+      assert.equal([...r.samples()].length, 8, `the 8 samples kept of the last call\n${context}`);
       if (c.layout === 'compacted') assert.equal(r.layout(), 'compacted', `layout\n${context}`);
     });
   }

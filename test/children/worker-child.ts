@@ -5,7 +5,8 @@
  *   node --import tsx test/children/worker-child.ts <runDir> <scenario> <steps>
  *
  * The main thread loads rlprobe (as a trainer that records in a worker would) before it
- * starts the worker; the worker records <steps> steps and a checkpoint event. With
+ * starts the worker; the worker records <steps> steps, a checkpoint event and a batch of 20
+ * samples (8 kept) after the last step. With
  * RLPROBE_TEST_DISABLE=1 neither thread loads rlprobe, so the parent can compare how the
  * process ends with and without it.
  *
@@ -96,8 +97,9 @@ async function runWorker(job: Job): Promise<void> {
   interface RecLike {
     logStep(record: Record<string, unknown>): void;
     logEvent(kind: string, options?: Record<string, unknown>): void;
+    logSamples(samples: Array<Record<string, unknown>>, options?: Record<string, unknown>): void;
   }
-  let rec: RecLike = { logStep() {}, logEvent() {} };
+  let rec: RecLike = { logStep() {}, logEvent() {}, logSamples() {} };
   if (!job.disabled) {
     const { Recorder } = await import('../../ts/index.js');
     rec = new Recorder(job.runDir, { algorithm: 'grpo', flushSteps: 200, flushIntervalMs: 5000, captureEnvironment: false });
@@ -106,6 +108,9 @@ async function runWorker(job: Job): Promise<void> {
     rec.logStep({ step, loss: 1 / (step + 1), extra: { foo: step } });
     if (step === Math.floor(job.steps / 2)) rec.logEvent('checkpoint', { step, message: 'half way' });
   }
+  // after the last step and with no turn before the ending: nothing but the call itself
+  // can encode them when the main thread terminates the worker
+  rec.logSamples(Array.from({ length: 20 }, (_, i) => ({ reward_total: i, completion_text: `sample ${i}` })), { step: job.steps - 1 });
   switch (job.scenario) {
     case 'worker-natural':
       parentPort!.postMessage('logged');
@@ -120,6 +125,16 @@ async function runWorker(job: Job): Promise<void> {
         throw new Error('boom-in-worker');
       }, 10);
       return;
+    case 'terminate': {
+      // busy, never yielding, until the main thread terminates it: no turn of the
+      // worker's event loop comes between its last calls and its end
+      parentPort!.postMessage('logged');
+      const until = Date.now() + WATCHDOG_MS;
+      while (Date.now() < until) {
+        // computing
+      }
+      return;
+    }
     default: {
       // alive until the main thread ends the process
       setInterval(() => {}, 1000);

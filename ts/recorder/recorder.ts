@@ -13,6 +13,7 @@
  */
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 
 import { RlprobeError, native } from '../errors.js';
 import type { NativeRecorder } from '../native.js';
@@ -122,7 +123,8 @@ export class Recorder implements CrashHookTarget {
       lines,
       // ended spans go out with the steps, even in a loop that never yields to the timer
       steps: new StepLogger(writer, lines, () => spans.pushPending()),
-      samples: new SampleLogger(writer, this.options.sampling, this.options.seed, (kind, step, message, data) => lines.line(kind, step, message, data)),
+      // the hand-over waits for a turn only where our exit hooks see the process end
+      samples: new SampleLogger(writer, this.options.sampling, this.options.seed, (kind, step, message, data) => lines.line(kind, step, message, data), isMainThread && this.options.installHandlers),
       spans,
       liveDoctor: live ? startLiveDoctor(writer, this.options.doctor, (kind, o) => this.logEvent(kind, o)) : null,
       settle: () => {
@@ -165,8 +167,12 @@ export class Recorder implements CrashHookTarget {
    * `bad_record` event names the field and the value; NaN and ±Inf are kept.
    */
   logStep(record: StepRecord): void {
-    if (this.closed || this.recording === null) return;
-    this.recording.steps.log(record);
+    const r = this.recording;
+    if (this.closed || r === null) return;
+    // samples logged ahead of this step reach the writer ahead of it ("a step on disk
+    // means the samples logged before it are too"), even in a loop that never yields
+    if (r.samples.hasHandedOver()) r.samples.encodeHandedOver();
+    r.steps.log(record);
   }
 
   /**
@@ -177,8 +183,10 @@ export class Recorder implements CrashHookTarget {
    * sample becomes a `bad_record` event. The call hands the batch over (it copies the
    * array, not the samples): the selection and the encoding of the kept samples run at the
    * event loop's next turn (a batch of 4096 or more samples is selected off this thread),
-   * at the latest at the next `flushSync`, `counters` read, `close` or exit, or in a later
-   * call once 8192 samples wait. Do not mutate the sample objects themselves until then.
+   * at the latest at the next `logStep`, `flushSync`, `counters` read, `close` or exit, or
+   * in a later call once 8192 samples wait. Do not mutate the sample objects themselves
+   * until then. In a worker thread, or with `installHandlers: false`, the call selects and
+   * encodes at once (no exit hook of ours would see a hand-over through).
    */
   logSamples(samples: ArrayLike<SampleRecord>, options?: LogSamplesOptions): void {
     const r = this.recording;

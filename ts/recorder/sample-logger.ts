@@ -2,9 +2,10 @@
  * The training-thread half of `logSamples`. The call itself only checks its options and
  * takes a shallow copy of the batch (the hand-over); the stratified selection (in Rust:
  * synchronously, or on the libuv pool for a large batch), the encoding of the kept samples
- * and the native call happen at the event loop's next turn, or sooner at a flush, a close,
- * a crash, a counters read, or when too much is handed over. Never throws; a refused call
- * becomes a `bad_record` event.
+ * and the native call happen at the event loop's next turn, or sooner: at the next
+ * `logStep` (so a step never reaches the writer before the samples logged ahead of it), a
+ * flush, a close, a crash, a counters read, or when too much is handed over. Never throws;
+ * a refused call becomes a `bad_record` event.
  */
 import { selectSamplesAsync, selectSamplesSync } from '../native.js';
 import type { NativeRecorder } from '../native.js';
@@ -89,12 +90,23 @@ export class SampleLogger {
   private handedOverSamples = 0;
   private turnScheduled = false;
 
+  /**
+   * `handOver` false: every call is selected and encoded in the call. For a recorder whose
+   * process ending no JS of ours sees (a worker thread, which `terminate()` ends without
+   * a turn; `installHandlers: false`), as a hand-over waiting for a turn would be lost.
+   */
   constructor(
     private readonly native: NativeRecorder,
     private readonly defaults: Sampling,
     private readonly seed: number,
     private readonly eventLine: EventLine,
+    private readonly handOver: boolean,
   ) {}
+
+  /** Whether calls wait to be selected and encoded (`logStep` encodes them first). */
+  hasHandedOver(): boolean {
+    return this.handedOver.length !== 0;
+  }
 
   log(samples: ArrayLike<unknown>, options: LogSamplesOptions | undefined, context: SampleContext | null = null): void {
     try {
@@ -127,7 +139,8 @@ export class SampleLogger {
       for (let i = 0; i < n; i++) copy[i] = samples[i];
       this.handedOver.push({ samples: copy, step: o.step ?? context?.step ?? undefined, context, sampling: o.sampling, select: o.select, call: this.calls++ });
       this.handedOverSamples += n;
-      if (this.handedOverSamples > MAX_HANDED_OVER_SAMPLES || this.handedOver.length > MAX_HANDED_OVER_CALLS) this.encodeOldest();
+      if (!this.handOver) this.encodeHandedOver();
+      else if (this.handedOverSamples > MAX_HANDED_OVER_SAMPLES || this.handedOver.length > MAX_HANDED_OVER_CALLS) this.encodeOldest();
       else if (!this.turnScheduled) {
         this.turnScheduled = true;
         setImmediate(() => {
