@@ -275,13 +275,22 @@ fn read_steps_on(
         let tables = std::thread::scope(|scope| {
             let handles: Vec<_> = groups
                 .iter()
-                .map(|g| scope.spawn(|| read_column_group(&sources, Some(g.as_slice()), rows)))
+                .map(|g| {
+                    let read = || read_column_group(&sources, Some(g.as_slice()), rows);
+                    // a thread the system refuses (a pids limit): that share is read here
+                    std::thread::Builder::new()
+                        .name("rlprobe-step-read".into())
+                        .spawn_scoped(scope, read)
+                        .map_err(|_| g)
+                })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map(|h| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(g) => read_column_group(&sources, Some(g.as_slice()), rows),
                 })
                 .collect::<Vec<_>>()
         });
