@@ -174,25 +174,44 @@ export class RunReader {
     return this.skippedFiles().damaged;
   }
 
+  /**
+   * `foreignFiles()`, `damagedFiles()` and `sampleFiles()` from one listing of the run's
+   * directories: with thousands of sample shards each listing opens every footer, so a
+   * caller that wants all three (`probe info`) lists once. `sampleFiles` is null when a
+   * samples directory cannot be listed (it is then among `damaged`).
+   */
+  fileListing(): { foreign: SkippedRunFile[]; damaged: SkippedRunFile[]; sampleFiles: SampleFileInfo[] | null } {
+    return this.listFiles(true);
+  }
+
   private skippedFiles(): { foreign: SkippedRunFile[]; damaged: SkippedRunFile[] } {
+    return this.listFiles(false);
+  }
+
+  private listFiles(withSamples: boolean): { foreign: SkippedRunFile[]; damaged: SkippedRunFile[]; sampleFiles: SampleFileInfo[] | null } {
     const foreign: SkippedRunFile[] = [];
     const damaged: SkippedRunFile[] = [];
-    const listing = (surface: FileSurface, rank: number, dir: string, list: () => { foreign: NativeSkippedFile[]; damaged: NativeSkippedFile[] }) => {
+    let samples: SampleFileInfo[] | null = withSamples ? [] : null;
+    const listing = <T extends { foreign: NativeSkippedFile[]; damaged: NativeSkippedFile[] }>(surface: FileSurface, rank: number, dir: string, list: () => T): T | null => {
       try {
         const l = native(list);
         for (const f of l.foreign) foreign.push({ surface, rank, path: f.path, reason: f.reason });
         for (const f of l.damaged) damaged.push({ surface, rank, path: f.path, reason: f.reason });
+        return l;
       } catch (error) {
         if (!(error instanceof RlprobeError)) throw error;
         damaged.push({ surface, rank, path: surface === 'steps' ? dir : path.join(dir, surface), reason: error.message });
+        return null;
       }
     };
     listing('steps', 0, this.runDir, () => stepFiles(this.runDir));
     for (const { rank, dir } of this.sampleDirs(null)) {
-      listing('samples', rank, dir, () => sampleFiles(dir));
+      const listed = listing('samples', rank, dir, () => sampleFiles(dir));
+      if (listed === null) samples = null;
+      else if (samples !== null) for (const f of listed.files) samples.push({ path: f.path, rank, rows: f.rows, bytes: f.bytes, shard: f.shard });
       listing('spans', rank, dir, () => spanFiles(dir));
     }
-    return { foreign, damaged };
+    return { foreign, damaged, sampleFiles: samples };
   }
 
   /** The files holding steps, in read order, with footer row counts. */

@@ -21,7 +21,10 @@ export async function execInfo(command: InfoArgs): Promise<number> {
   const m = reader.manifest;
   // one damaged part of the run is reported, and the rest still shown
   const reads = new SurfaceReads();
-  for (const d of reader.damagedFiles()) reads.mark(d.surface, d.reason);
+  // one listing for the damaged, the foreign and the sample files: at a million steps the
+  // samples are thousands of shards, each listing opening every footer
+  const listed = reader.fileListing();
+  for (const d of listed.damaged) reads.mark(d.surface, d.reason);
   const storage = reads.attempt('steps', null, () => reader.storage());
   const { files, absorbedLeftovers: leftovers, layout } = storage ?? { files: [], absorbedLeftovers: 0, layout: 'damaged' };
   const steps = reads.attempt('steps', null, () => reader.view(['step']).steps);
@@ -47,14 +50,14 @@ export async function execInfo(command: InfoArgs): Promise<number> {
       else if (e.data.record !== 'span') dropped += e.data.count;
     }
   }
-  const sampleFiles = reads.attempt('samples', null, () => reader.sampleFiles());
+  const sampleFiles = reads.isDamaged('samples') ? null : listed.sampleFiles;
   const sampleRows = sampleFiles?.reduce((a, f) => a + f.rows, 0) ?? 0;
   const sampleRanks = [...new Set((sampleFiles ?? []).map((f) => f.rank))];
   const spanKinds = reads.attempt('spans', null, () => reader.spanCounts());
   const spanTotal = spanKinds?.reduce((a, c) => a + c.spans, 0) ?? 0;
   const trials = reads.attempt('trials', [], () => reader.trials());
   const unfinishedTrials = reads.attempt('trials', [], () => reader.unfinishedTrials());
-  const foreign = reader.foreignFiles();
+  const foreign = listed.foreign;
   let droppedSpans = 0;
   for (const e of events) if (e.kind === RECORDER_EVENT_KINDS.drops && e.data.record === 'span' && typeof e.data.count === 'number') droppedSpans += e.data.count;
   // a damaged step layout settles nothing: the events alone say what they say
