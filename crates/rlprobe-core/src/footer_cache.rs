@@ -2,8 +2,9 @@
 //! or a forensics session asks the reader many small questions (one step's samples, then
 //! another's); with hundreds of sample shards, re-parsing every footer on every question
 //! cost more than reading the rows. A cached footer is used only when the file's footer
-//! bytes are still exactly the ones parsed: path, inode, size and mtime can all repeat when
-//! compaction replaces a shard within one clock tick, the bytes cannot differ unnoticed.
+//! bytes still hash as the ones parsed (length and a 64-bit SipHash): path, inode, size and
+//! mtime can all repeat when compaction replaces a shard within one clock tick, the bytes
+//! cannot differ unnoticed.
 //!
 //! A footer carrying our checksum record (checksums.rs) is verified before it is parsed, so
 //! the Parquet decoder never sees a damaged footer of ours. Errors name the file and say
@@ -32,7 +33,29 @@ pub struct Footer {
     pub checksums: Option<Arc<BlockChecksums>>,
 }
 
-type Cache = Mutex<HashMap<PathBuf, (Vec<u8>, Footer)>>;
+/// What a cached footer was parsed from: its length and a 64-bit hash of its bytes (the
+/// bytes themselves were most of a small file's cached footprint: 28 KB of a sample
+/// shard's, times thousands of shards).
+#[derive(PartialEq, Eq, Clone, Copy)]
+struct Seen {
+    len: usize,
+    hash: u64,
+}
+
+impl Seen {
+    fn of(bytes: &[u8]) -> Seen {
+        use std::hash::Hasher;
+        // SipHash with fixed keys: the same bytes hash the same in every process
+        let mut h = std::hash::DefaultHasher::new();
+        h.write(bytes);
+        Seen {
+            len: bytes.len(),
+            hash: h.finish(),
+        }
+    }
+}
+
+type Cache = Mutex<HashMap<PathBuf, (Seen, Footer)>>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
@@ -99,8 +122,9 @@ fn parse(path: &Path, metadata: &[u8], len: u64) -> Result<Footer> {
 /// when its bytes changed.
 pub fn footer(path: &Path, file: &File, len: u64) -> Result<Footer> {
     let bytes = metadata_bytes(path, file, len)?;
+    let seen_now = Seen::of(&bytes);
     if let Some((seen, footer)) = cache().lock().unwrap_or_else(|p| p.into_inner()).get(path) {
-        if *seen == bytes {
+        if *seen == seen_now {
             return Ok(footer.clone());
         }
     }
@@ -111,7 +135,7 @@ pub fn footer(path: &Path, file: &File, len: u64) -> Result<Footer> {
         if c.len() >= MAX_FILES {
             c.clear();
         }
-        c.insert(path.to_path_buf(), (bytes, footer.clone()));
+        c.insert(path.to_path_buf(), (seen_now, footer.clone()));
     }
     Ok(footer)
 }
