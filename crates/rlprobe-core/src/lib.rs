@@ -29,6 +29,7 @@ pub mod error;
 pub mod events;
 pub mod footer_cache;
 pub mod layout;
+pub mod memory;
 pub mod parquet_io;
 pub mod props;
 pub mod regular_file;

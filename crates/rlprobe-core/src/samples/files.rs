@@ -140,7 +140,9 @@ fn compaction_of(file: &ParquetFile) -> Result<Option<(String, u64)>> {
 
 /// Opens the sample files of `run_dir` (retrying if a compaction moves them meanwhile).
 pub fn open_sample_sources(run_dir: &Path) -> Result<SampleSources> {
-    crate::atomic::retry_while_files_move(|| try_open(run_dir))
+    let sources = crate::atomic::retry_while_files_move(|| try_open(run_dir));
+    crate::memory::give_back_after(sources.as_ref().map_or(0, |s| s.files.len()));
+    sources
 }
 
 fn try_open(run_dir: &Path) -> Result<SampleSources> {
