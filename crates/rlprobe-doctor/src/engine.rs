@@ -346,11 +346,7 @@ mod linking {
         assert_eq!(f.samples.len(), 3);
         let s = run.samples.as_ref().unwrap();
         for e in &f.samples {
-            let i = s
-                .sample_id
-                .iter()
-                .position(|id| *id == e.sample_id)
-                .unwrap();
+            let i = s.sample_id.iter().position(|id| id == e.sample_id).unwrap();
             assert_eq!(s.truncated[i], Some(true));
             assert!(e.step >= f.onset_step && e.step <= f.last_step);
         }

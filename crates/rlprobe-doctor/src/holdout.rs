@@ -585,7 +585,7 @@ fn samples(d: &Draft, steps: &[i64], rng: &mut Rng) -> Samples {
             let r = reward[i] + spread * (rho * z + (1.0 - rho * rho).sqrt() * rng.normal());
             s.push(
                 steps[i],
-                format!("{}-{k}", steps[i]),
+                &format!("{}-{k}", steps[i]),
                 r,
                 l.round(),
                 Some(l >= d.cap),

@@ -90,7 +90,7 @@ impl LiveDoctor {
         self.run
             .samples
             .get_or_insert_with(Samples::default)
-            .push(step, sample_id, reward, len, truncated);
+            .push(step, &sample_id, reward, len, truncated);
     }
 
     /// Whether enough new points arrived for `poll` to evaluate.
@@ -149,7 +149,7 @@ pub fn sort_samples(s: &mut Samples) {
     let take = |v: &Vec<f64>| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
     *s = Samples {
         step: idx.iter().map(|&i| s.step[i]).collect(),
-        sample_id: idx.iter().map(|&i| s.sample_id[i].clone()).collect(),
+        sample_id: idx.iter().map(|&i| &s.sample_id[i]).collect(),
         reward: take(&s.reward),
         completion_len: take(&s.completion_len),
         truncated: idx.iter().map(|&i| s.truncated[i]).collect(),

@@ -232,7 +232,7 @@ pub fn read_samples(dir: &Path, max: usize) -> rlprobe_core::Result<Samples> {
                 .as_ref()
                 .map(|a| a.as_string::<i32>())
                 .filter(|a| !a.is_null(i))
-                .map_or(String::new(), |a| a.value(i).to_string());
+                .map_or("", |a| a.value(i));
             let t = truncated
                 .as_ref()
                 .map(|a| a.as_boolean())
@@ -371,11 +371,7 @@ mod tests {
         write_samples(&dir, 1, 40..50);
         let s = read_samples(&dir, 7).unwrap();
         assert_eq!(s.len(), 7);
-        assert_eq!(
-            s.sample_id.first().map(String::as_str),
-            Some("46-1"),
-            "the oldest are dropped"
-        );
+        assert_eq!(s.sample_id.first(), Some("46-1"), "the oldest are dropped");
         assert_eq!(s.step.last(), Some(&49));
         assert_eq!(read_samples(&dir, 1_000).unwrap().len(), 100);
     }

@@ -241,7 +241,13 @@ pub fn healthy(shape: Shape, rng: &mut Rng) -> Builder {
             for k in 0..8 {
                 let l = (len * (0.3 * rng.normal()).exp()).min(1024.0);
                 let r = (reward + reward_std * rng.normal()).clamp(0.0, 1.0);
-                samples.push(step, format!("{step}-{k}"), r, l.round(), Some(l >= 1024.0));
+                samples.push(
+                    step,
+                    &format!("{step}-{k}"),
+                    r,
+                    l.round(),
+                    Some(l >= 1024.0),
+                );
             }
         }
     }

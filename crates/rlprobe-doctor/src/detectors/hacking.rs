@@ -153,7 +153,7 @@ fn run(run: &RunInput) -> Outcome {
             .take(3)
             .map(|&i| EvidenceSample {
                 step: samples.step[i],
-                sample_id: samples.sample_id[i].clone(),
+                sample_id: samples.sample_id[i].to_string(),
                 why: "top reward".into(),
             })
             .collect();

@@ -358,7 +358,7 @@ pub(crate) fn longest(
         .take(3)
         .map(|&i| EvidenceSample {
             step: s.step[i],
-            sample_id: s.sample_id[i].clone(),
+            sample_id: s.sample_id[i].to_string(),
             why: why.into(),
         })
         .collect()
