@@ -33,6 +33,37 @@ before(() => {
 });
 after(cleanupTempDirs);
 
+describe('memory bounded by design', () => {
+  test('a one-run report reads its charts a few columns at a time, never the whole step table, with the same charts', async (t) => {
+    const whole = RunReader.open(run).view();
+    const proto = RunReader.prototype as unknown as { stepTable(columns?: string[]): unknown };
+    const original = proto.stepTable;
+    const asked: Array<string[] | undefined> = [];
+    proto.stepTable = function (this: RunReader, columns?: string[]) {
+      asked.push(columns);
+      return original.call(this, columns);
+    };
+    t.after(() => {
+      proto.stepTable = original;
+    });
+    const report = await buildReport(RunReader.open(run), { samples: false });
+    proto.stepTable = original;
+    assert.ok(asked.length > 2, `read in groups (${asked.length} reads)`);
+    for (const columns of asked) {
+      assert.ok(columns !== undefined, 'no read of every column');
+      assert.ok(columns.length <= 7, `at most 6 columns and the step a read: ${columns.join(', ')}`);
+    }
+    // the charts are what the whole table gives
+    assert.equal(report.run.step_columns, whole.columns().length);
+    const specs = chartGroups(whole);
+    assert.deepEqual(report.charts.map((c) => c.id), specs.map((c) => c.id));
+    const ds = downsample(whole.steps, [whole.series('loss')], 1000);
+    const loss = report.charts.find((c) => c.id === 'loss')!;
+    assert.deepEqual(loss.values[0], ds.ys[0]);
+    assert.deepEqual(report.x.run, ds.x);
+  });
+});
+
 describe('downsampling', () => {
   test('1,000,000 steps become at most 2 × buckets points, and a one-step spike and dip survive', () => {
     const n = 1_000_000;

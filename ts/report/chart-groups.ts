@@ -5,8 +5,16 @@
  * spread (`reward_std`) is a band mean ± spread on its mean's axis: on an axis of its own a
  * flat 0.2 would sit at the reward's 0.5 and read as a reward.
  */
-import type { RunView } from '../reader/run-view.js';
 import { EXTRA_PREFIX, REWARD_COMPONENT_PREFIX } from '../schema/step-record.js';
+
+/** What grouping needs of a run's step columns (a RunView has it; so do streamed reads). */
+export interface ChartColumns {
+  columns(): string[];
+  seriesNames(): string[];
+  componentNames(): string[];
+  has(name: string): boolean;
+  presentCount(name: string): number;
+}
 
 export interface ChartSeriesSpec {
   column: string;
@@ -79,7 +87,7 @@ const COMPONENTS_PER_CHART = 8;
  * column this build does not know (each on its own scale; `x_std` is a band on the chart of
  * `x_mean` or `x` when that is logged too). List columns are not charted.
  */
-export function chartGroups(view: RunView): ChartSpec[] {
+export function chartGroups(view: ChartColumns): ChartSpec[] {
   const logged = (c: string) => view.has(c) && view.presentCount(c) > 0;
   const scalar = new Set(view.seriesNames());
   const listCols = new Set(view.columns().filter((c) => !scalar.has(c)));
@@ -145,7 +153,7 @@ function spreadMeans(columns: string[]): Map<string, string> {
   return out;
 }
 
-function componentCharts(view: RunView, logged: (c: string) => boolean): ChartSpec[] {
+function componentCharts(view: ChartColumns, logged: (c: string) => boolean): ChartSpec[] {
   const names = view.componentNames().filter((n) => logged(`${REWARD_COMPONENT_PREFIX}${n}`));
   const out: ChartSpec[] = [];
   for (let i = 0; i < names.length; i += COMPONENTS_PER_CHART) {
