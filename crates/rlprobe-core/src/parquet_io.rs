@@ -171,24 +171,21 @@ impl ParquetFile {
         self.metadata().file_metadata().num_rows().max(0) as u64
     }
 
-    /// The footer's key-value metadata.
-    pub fn key_values(&self) -> Vec<(String, String)> {
-        let kv = self
-            .metadata()
+    /// The footer's key-value metadata, borrowed: a compacted file's lists of absorbed parts
+    /// are tens of KB, and listing thousands of shards must not copy them per question.
+    pub fn key_values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.metadata()
             .file_metadata()
             .key_value_metadata()
-            .cloned()
-            .unwrap_or_default();
-        kv.into_iter()
-            .map(|k| (k.key, k.value.unwrap_or_default()))
-            .collect()
+            .into_iter()
+            .flatten()
+            .map(|k| (k.key.as_str(), k.value.as_deref().unwrap_or_default()))
     }
 
     pub fn key_value(&self, key: &str) -> Option<String> {
         self.key_values()
-            .into_iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.to_string())
     }
 
     /// The id every file we write carries (None: another writer's, or an older rlprobe's).

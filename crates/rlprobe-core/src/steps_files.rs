@@ -94,7 +94,6 @@ fn demoted_since(dir: &Path, listed: &[(u64, ParquetFile)], compacted: &Path) ->
         }
         let was_compacted = ParquetFile::open(&path).is_ok_and(|f| {
             f.key_values()
-                .iter()
                 .any(|(k, _)| k == crate::layout::META_COMPACTED_PARTS)
         });
         if was_compacted {

@@ -187,9 +187,9 @@ impl Absorbed {
         let mut ids: Option<Vec<String>> = None;
         let mut next_part = 0;
         for (k, v) in file.key_values() {
-            match k.as_str() {
-                META_COMPACTED_PARTS => names = parse_name_list(file, META_COMPACTED_PARTS, &v)?,
-                META_COMPACTED_IDS => ids = Some(parse_name_list(file, META_COMPACTED_IDS, &v)?),
+            match k {
+                META_COMPACTED_PARTS => names = parse_name_list(file, META_COMPACTED_PARTS, v)?,
+                META_COMPACTED_IDS => ids = Some(parse_name_list(file, META_COMPACTED_IDS, v)?),
                 META_NEXT_PART => {
                     next_part = v.trim().parse().map_err(|_| {
                         corrupt_key(file, META_NEXT_PART, &v, "is not a part number")
