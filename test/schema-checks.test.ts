@@ -23,6 +23,7 @@ import { RunManifestSchema } from '../ts/schema/manifest.js';
 import { MANIFEST_KEYS, acceptRunManifest, parseRunManifest } from '../ts/schema/manifest-check.js';
 import { cleanupTempDirs, tempDir } from './helpers/fixtures.js';
 import { throwsCode } from './helpers/errors.js';
+import { prng } from './helpers/prng.js';
 
 after(cleanupTempDirs);
 
@@ -54,17 +55,6 @@ function show(v: unknown): string {
   }
 }
 
-/** mulberry32: the random mutations are the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** JSON values of every kind, the edges of the number checks among them. */
 function randomJson(rand: () => number, depth = 0): unknown {

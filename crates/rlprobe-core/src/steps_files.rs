@@ -492,27 +492,7 @@ mod tests {
     #[test]
     fn a_read_racing_a_resume_that_demotes_the_table_sees_every_step() {
         let run = tempdir("demote-race");
-        let dir = run.join(STEPS_PARTS_DIR);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut table = Table::default();
-        for s in 0..4 {
-            table
-                .column_mut("step", crate::schema::ColumnKind::I64)
-                .unwrap()
-                .push_number(s as f64);
-            table.finish_rows(s + 1);
-        }
-        crate::atomic::publish(&dir, &crate::layout::part_name(0), |file, tmp| {
-            let f = crate::parquet_io::write_table(
-                file,
-                tmp,
-                &table,
-                crate::props::Codec::default(),
-                Vec::new(),
-            )?;
-            Ok(((), f))
-        })
-        .unwrap();
+        write_part(&run, 0, 0..4, &[]);
         compact_steps(&run).unwrap();
         let at = run.clone();
         BETWEEN.with(|b| {
