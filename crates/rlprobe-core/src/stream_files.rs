@@ -192,7 +192,7 @@ impl Absorbed {
                 META_COMPACTED_IDS => ids = Some(parse_name_list(file, META_COMPACTED_IDS, v)?),
                 META_NEXT_PART => {
                     next_part = v.trim().parse().map_err(|_| {
-                        corrupt_key(file, META_NEXT_PART, &v, "is not a part number")
+                        corrupt_key(file, META_NEXT_PART, v, "is not a part number")
                     })?;
                 }
                 _ => {}
