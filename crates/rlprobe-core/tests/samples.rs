@@ -560,3 +560,40 @@ fn a_cursor_read_ahead_reports_a_damaged_file_and_stops_and_a_dropped_one_ends_i
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+#[test]
+fn the_shards_of_one_compaction_share_one_parse_of_the_parts_they_absorbed() {
+    use rlprobe_core::parquet_io::ParquetFile;
+    use rlprobe_core::stream_files::{Absorbed, AbsorbedMemo};
+    let dir = tempdir("absorbed-memo");
+    let mut rec = Recorder::open(opts(&dir)).unwrap();
+    for step in 0..9000 {
+        push_step_samples(&rec, step, 1, "x");
+    }
+    rec.close(true, Duration::from_secs(60)).unwrap();
+    let shards = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
+    assert!(shards.len() >= 3);
+    let mut memo = AbsorbedMemo::default();
+    let files: Vec<ParquetFile> = shards
+        .iter()
+        .map(|(_, p)| ParquetFile::open(p).unwrap())
+        .collect();
+    let parsed: Vec<_> = files
+        .iter()
+        .map(|f| Absorbed::of_memo(f, &mut memo).unwrap())
+        .collect();
+    assert!(
+        parsed
+            .windows(2)
+            .all(|w| std::sync::Arc::ptr_eq(&w[0], &w[1])),
+        "one parse for the compaction's lists"
+    );
+    // the same as parsing each shard on its own
+    let alone = Absorbed::of(&files[1]).unwrap();
+    assert_eq!(parsed[1].ids, alone.ids);
+    assert_eq!(parsed[1].next_part(), alone.next_part());
+    assert!(!alone.ids.is_empty());
+    // a fresh memo parses again
+    let again = Absorbed::of_memo(&files[0], &mut AbsorbedMemo::default()).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&again, &parsed[0]));
+}

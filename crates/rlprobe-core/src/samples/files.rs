@@ -12,13 +12,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::layout::{META_COMPACTION, META_COMPACTION_SHARDS, SAMPLES_DIR};
 use crate::parquet_io::ParquetFile;
 use crate::steps_files::PartRef;
 use crate::stream_files::{
-    damaged_error, drop_copies, open_parts, Absorbed, DamagedFile, SkippedFile, Stream,
+    damaged_error, drop_copies, open_parts, Absorbed, AbsorbedMemo, DamagedFile, SkippedFile,
+    Stream,
 };
 
 pub struct SampleFile {
@@ -64,7 +66,8 @@ struct ShardInfo {
     index: u64,
     file: ParquetFile,
     compaction: Option<(String, u64)>,
-    absorbed: Absorbed,
+    /// Shared by every shard whose footer lists the same parts.
+    absorbed: Arc<Absorbed>,
 }
 
 /// The shards present of one compaction, the highest index among them, and the parts they list.
@@ -73,6 +76,8 @@ struct Group {
     present: u64,
     last_shard: u64,
     absorbed: Absorbed,
+    /// The distinct lists already in `absorbed`.
+    merged: Vec<Arc<Absorbed>>,
 }
 
 /// A compaction writes its shards under consecutive names from its id (the first one's
@@ -164,6 +169,7 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
     };
     out.next_part = listed.max_index.map_or(0, |i| i + 1);
     let mut shards = Vec::new();
+    let mut memo = AbsorbedMemo::default();
     for (index, path) in listed.shards {
         out.next_shard = out.next_shard.max(index + 1);
         // a shard holds the list of parts it absorbed: a damaged one leaves no part
@@ -174,7 +180,7 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
             continue;
         }
         let compaction = compaction_of(&file)?;
-        let absorbed = Absorbed::of(&file)?;
+        let absorbed = Absorbed::of_memo(&file, &mut memo)?;
         shards.push(ShardInfo {
             index,
             file,
@@ -198,14 +204,21 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
             let g = groups.entry(id.clone()).or_default();
             g.present += 1;
             g.last_shard = g.last_shard.max(s.index);
-            g.absorbed.extend(s.absorbed.clone());
+            // a list the group holds already adds nothing (shards of one compaction share it)
+            if !g.merged.iter().any(|m| Arc::ptr_eq(m, &s.absorbed)) {
+                g.merged.push(Arc::clone(&s.absorbed));
+                g.absorbed.extend((*s.absorbed).clone());
+            }
         }
     }
     let conflicts = group_conflicts(&groups, &parts);
     let mut absorbed = Absorbed::default();
+    let mut merged: Vec<Arc<Absorbed>> = Vec::new();
     let mut kept = Vec::new();
     for s in shards {
-        out.next_part = out.next_part.max(s.absorbed.next_part());
+        if !merged.iter().any(|m| Arc::ptr_eq(m, &s.absorbed)) {
+            out.next_part = out.next_part.max(s.absorbed.next_part());
+        }
         match &s.compaction {
             None => kept.push(s),
             Some((id, _)) if conflicts.contains_key(id) => {
@@ -216,7 +229,10 @@ fn try_open(run_dir: &Path) -> Result<SampleSources> {
                 reason: format!("not a shard of this run: its footer places it among the {count} shard(s) from {id}, not under this name"),
             }),
             Some((id, count)) if groups[id].present >= *count => {
-                absorbed.extend(s.absorbed.clone());
+                if !merged.iter().any(|m| Arc::ptr_eq(m, &s.absorbed)) {
+                    merged.push(Arc::clone(&s.absorbed));
+                    absorbed.extend((*s.absorbed).clone());
+                }
                 kept.push(s);
             }
             // ours only if every part it lists is still here (deleted only once it is complete)
