@@ -498,16 +498,22 @@ fn a_cursor_read_ahead_on_its_own_thread_yields_what_the_plain_cursor_does() {
     rec.close(false, Duration::from_secs(60)).unwrap();
 }
 
-#[test]
-fn a_cursor_read_ahead_reports_a_damaged_file_and_stops_and_a_dropped_one_ends_its_thread() {
-    let dir = tempdir("prefetch-damaged");
-    let mut rec = Recorder::open(opts(&dir)).unwrap();
+/// A run of 9,000 one-sample steps, closed: its samples compacted into three shards.
+fn closed_run_of_three_shards(dir: &Path) -> Vec<(u64, PathBuf)> {
+    let mut rec = Recorder::open(opts(dir)).unwrap();
     for step in 0..9000 {
         push_step_samples(&rec, step, 1, "x");
     }
     rec.close(true, Duration::from_secs(60)).unwrap();
     let shards = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
     assert!(shards.len() >= 3);
+    shards
+}
+
+#[test]
+fn a_cursor_read_ahead_reports_a_damaged_file_and_stops_and_a_dropped_one_ends_its_thread() {
+    let dir = tempdir("prefetch-damaged");
+    let shards = closed_run_of_three_shards(&dir);
     // the second shard's middle overwritten: its footer still reads, its pages do not
     let victim = shards[1].1.clone();
     let mut bytes = fs::read(&victim).unwrap();
@@ -566,13 +572,7 @@ fn the_shards_of_one_compaction_share_one_parse_of_the_parts_they_absorbed() {
     use rlprobe_core::parquet_io::ParquetFile;
     use rlprobe_core::stream_files::{Absorbed, AbsorbedMemo};
     let dir = tempdir("absorbed-memo");
-    let mut rec = Recorder::open(opts(&dir)).unwrap();
-    for step in 0..9000 {
-        push_step_samples(&rec, step, 1, "x");
-    }
-    rec.close(true, Duration::from_secs(60)).unwrap();
-    let shards = list_shards(&dir.join(SAMPLES_DIR)).unwrap();
-    assert!(shards.len() >= 3);
+    let shards = closed_run_of_three_shards(&dir);
     let mut memo = AbsorbedMemo::default();
     let files: Vec<ParquetFile> = shards
         .iter()
