@@ -266,7 +266,9 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
 
   progress('reading steps, diagnosing');
   const reads = new SurfaceReads();
-  for (const d of reader.damagedFiles()) if (d.surface !== 'steps') reads.mark(d.surface, d.reason);
+  // one listing for the damaged, sample and foreign files (each opens every shard's footer)
+  const files = reader.fileListing();
+  for (const d of files.damaged) if (d.surface !== 'steps') reads.mark(d.surface, d.reason);
   const diagnosisP = diagnoseAsync(reader, { samples: withSamples });
   // a rejected diagnosis must not go unhandled while the steps are read
   diagnosisP.catch(() => undefined);
@@ -324,7 +326,7 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
     forensics = stepSamples(chosen, byStep, options.samplesPerReason ?? 4);
     evidence = Object.fromEntries(evidenceSamples(diagnosis.findings, byStep));
   }
-  const sampleCount = reads.attempt('samples', 0, () => reader.sampleFiles().reduce((n, f) => n + f.rows, 0));
+  const sampleCount = reads.isDamaged('samples') ? 0 : (files.sampleFiles?.reduce((n, f) => n + f.rows, 0) ?? 0);
   const spanCounts = reads.attempt('spans', [], () => reader.spanCounts());
   const shownSamples = [...forensics.flatMap((f) => f.samples), ...Object.values(evidence)];
   const noSpans: SampleSpans = { rootOf: {}, trees: {} };
@@ -376,6 +378,6 @@ export async function buildReport(reader: RunReader, options: ReportOptions = {}
     events: { total: events.length, by_kind: byKind, listed },
     diff,
     damaged: reads.damaged,
-    foreign_files: reader.foreignFiles(),
+    foreign_files: files.foreign,
   };
 }
