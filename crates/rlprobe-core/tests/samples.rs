@@ -456,7 +456,7 @@ fn read_ahead(
 }
 
 #[test]
-fn a_cursor_read_ahead_on_its_own_thread_yields_what_the_plain_cursor_does() {
+fn a_cursor_read_ahead_on_threads_of_its_own_yields_what_the_plain_cursor_does() {
     let dir = tempdir("prefetch");
     let mut rec = Recorder::open(opts(&dir)).unwrap();
     for step in 0..1250 {
@@ -490,9 +490,22 @@ fn a_cursor_read_ahead_on_its_own_thread_yields_what_the_plain_cursor_does() {
             let plain = read_all(&dir, f.clone(), columns.clone());
             let mut c = SampleCursor::open(&dir, f.clone(), columns.clone(), 1000).unwrap();
             while c.next_batch().unwrap().is_some() {}
-            let (ahead, skipped) = read_ahead(&dir, f.clone(), columns);
+            let (ahead, skipped) = read_ahead(&dir, f.clone(), columns.clone());
             assert_eq!(ahead, plain, "batch for batch, filter {f:?}");
             assert_eq!(skipped, c.row_groups_skipped);
+            // any number of threads (0: the caller's own, as when none can start), the
+            // same batches in the same order; a cursor part-read first goes on where it was
+            for workers in [0, 1, 3, 8] {
+                let mut c = SampleCursor::open(&dir, f.clone(), columns.clone(), 1000).unwrap();
+                let first = c.next_batch().unwrap();
+                let mut c = PrefetchCursor::start_on(c, workers).unwrap();
+                let mut out: Vec<RecordBatch> = first.into_iter().collect();
+                while let Some(b) = c.next_batch().unwrap() {
+                    out.push(b);
+                }
+                assert_eq!(out, plain, "{workers} threads, filter {f:?}");
+                assert_eq!(c.row_groups_skipped(), skipped, "{workers} threads");
+            }
         }
     }
     rec.close(false, Duration::from_secs(60)).unwrap();

@@ -118,63 +118,38 @@ impl SampleFilter {
     }
 }
 
-pub struct SampleCursor {
-    files: VecDeque<SampleFile>,
-    /// The file being read, and its reader (errors name the file).
-    reader: Option<(SampleFile, ParquetRecordBatchReader)>,
+/// What a read asks for: the filter, the output columns and the batch size. Shared by the
+/// threads that read files of one cursor in parallel (prefetch.rs).
+pub(crate) struct Scan {
     filter: SampleFilter,
     columns: Option<Vec<String>>,
     batch_rows: usize,
-    /// Row groups skipped by statistics (for tests and `--verbose` output).
-    pub row_groups_skipped: u64,
 }
 
-impl SampleCursor {
-    /// Opens every sample file of `run_dir` (not its rank sub-directories) for reading.
-    /// `columns` restricts the output columns (None: all).
-    pub fn open(
-        run_dir: &Path,
-        filter: SampleFilter,
-        columns: Option<Vec<String>>,
-        batch_rows: usize,
-    ) -> Result<Self> {
-        let sources = open_sample_sources(run_dir)?;
-        sources.require_readable()?;
-        Ok(SampleCursor {
-            files: sources.files.into(),
-            reader: None,
-            filter,
-            columns,
-            batch_rows: batch_rows.max(1),
-            row_groups_skipped: 0,
-        })
-    }
+/// One file being read: its reader yields the file's matching row groups, projected.
+pub(crate) struct FileRead {
+    file: SampleFile,
+    reader: ParquetRecordBatchReader,
+}
 
-    /// The next non-empty batch of matching samples, or None when done.
-    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        loop {
-            if let Some((f, r)) = &mut self.reader {
-                match r.next() {
-                    Some(b) => {
-                        let b = b.map_err(|e| f.file.damaged(e))?;
-                        let path = f.file.path.clone();
-                        let b = self.apply(b, &path)?;
-                        if b.num_rows() > 0 {
-                            return Ok(Some(b));
-                        }
-                        continue;
-                    }
-                    None => self.reader = None,
-                }
+impl FileRead {
+    /// The file's next non-empty batch of matching samples, or None when it is done.
+    pub(crate) fn next_batch(&mut self, scan: &Scan) -> Result<Option<RecordBatch>> {
+        for b in self.reader.by_ref() {
+            let b = b.map_err(|e| self.file.file.damaged(e))?;
+            let b = scan.apply(b, &self.file.file.path)?;
+            if b.num_rows() > 0 {
+                return Ok(Some(b));
             }
-            let Some(f) = self.files.pop_front() else {
-                return Ok(None);
-            };
-            self.reader = self.open_file(&f)?.map(|r| (f, r));
         }
+        Ok(None)
     }
+}
 
-    fn open_file(&mut self, f: &SampleFile) -> Result<Option<ParquetRecordBatchReader>> {
+impl Scan {
+    /// A reader of `f`'s row groups that may match, projected to the output and filter
+    /// columns, and how many row groups the statistics ruled out; None when all were.
+    pub(crate) fn open_file(&self, f: SampleFile) -> Result<(Option<FileRead>, u64)> {
         let b = f.file.reader(self.batch_rows)?;
         let meta = b.metadata().clone();
         let parquet_schema = b.parquet_schema();
@@ -185,9 +160,9 @@ impl SampleCursor {
         let groups: Vec<usize> = (0..meta.num_row_groups())
             .filter(|&i| self.filter.may_match(meta.row_group(i), step_leaf))
             .collect();
-        self.row_groups_skipped += (meta.num_row_groups() - groups.len()) as u64;
+        let skipped = (meta.num_row_groups() - groups.len()) as u64;
         if groups.is_empty() {
-            return Ok(None);
+            return Ok((None, skipped));
         }
         let mut b = b.with_row_groups(groups);
         if let Some(cols) = &self.columns {
@@ -198,7 +173,8 @@ impl SampleCursor {
             let mask = ProjectionMask::roots(b.parquet_schema(), roots);
             b = b.with_projection(mask);
         }
-        Ok(Some(b.build().map_err(|e| f.file.damaged(e))?))
+        let reader = b.build().map_err(|e| f.file.damaged(e))?;
+        Ok((Some(FileRead { file: f, reader }), skipped))
     }
 
     /// Filters rows of the file at `path`, then drops columns only the filter needed.
@@ -323,5 +299,80 @@ impl SampleCursor {
             }
         }
         Ok(BooleanArray::from(keep))
+    }
+}
+
+pub struct SampleCursor {
+    scan: Arc<Scan>,
+    files: VecDeque<SampleFile>,
+    /// The file being read (errors name the file).
+    current: Option<FileRead>,
+    /// Row groups skipped by statistics (for tests and `--verbose` output).
+    pub row_groups_skipped: u64,
+}
+
+impl SampleCursor {
+    /// Opens every sample file of `run_dir` (not its rank sub-directories) for reading.
+    /// `columns` restricts the output columns (None: all).
+    pub fn open(
+        run_dir: &Path,
+        filter: SampleFilter,
+        columns: Option<Vec<String>>,
+        batch_rows: usize,
+    ) -> Result<Self> {
+        let sources = open_sample_sources(run_dir)?;
+        sources.require_readable()?;
+        Ok(SampleCursor {
+            scan: Arc::new(Scan {
+                filter,
+                columns,
+                batch_rows: batch_rows.max(1),
+            }),
+            files: sources.files.into(),
+            current: None,
+            row_groups_skipped: 0,
+        })
+    }
+
+    /// The next non-empty batch of matching samples, or None when done.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(f) = &mut self.current {
+                match f.next_batch(&self.scan)? {
+                    Some(b) => return Ok(Some(b)),
+                    None => self.current = None,
+                }
+            }
+            let Some(f) = self.files.pop_front() else {
+                return Ok(None);
+            };
+            let (read, skipped) = self.scan.open_file(f)?;
+            self.row_groups_skipped += skipped;
+            self.current = read;
+        }
+    }
+
+    /// Files not yet finished (the one being read counts).
+    pub(crate) fn files_left(&self) -> usize {
+        self.files.len() + usize::from(self.current.is_some())
+    }
+
+    /// What is left to read, in order: the file being read, then the files not yet opened.
+    pub(crate) fn into_parts(self) -> (Arc<Scan>, Option<FileRead>, VecDeque<SampleFile>, u64) {
+        (self.scan, self.current, self.files, self.row_groups_skipped)
+    }
+
+    pub(crate) fn from_parts(
+        scan: Arc<Scan>,
+        current: Option<FileRead>,
+        files: VecDeque<SampleFile>,
+        row_groups_skipped: u64,
+    ) -> Self {
+        SampleCursor {
+            scan,
+            files,
+            current,
+            row_groups_skipped,
+        }
     }
 }
