@@ -109,7 +109,7 @@ impl Task for SyncFilesystemTask {
 
 /// Commits every written file of `dir`'s filesystem to disk in one syncfs(2), on the libuv
 /// pool (Linux; elsewhere it rejects and callers fsync each file).
-#[napi(catch_unwind)]
+#[napi(catch_unwind, ts_return_type = "Promise<void>")]
 pub fn sync_filesystem_async(dir: String) -> AsyncTask<SyncFilesystemTask> {
     AsyncTask::new(SyncFilesystemTask {
         dir: PathBuf::from(dir),

@@ -240,8 +240,6 @@ impl NativeRecorder {
         })
     }
 
-    /// Enqueues one encoded `logSamples` call (`count` samples; the bytes are copied).
-    /// False when the sample queue was full and the call was dropped (counted).
     /// Registers the new keys of one accepted record together, or none of them.
     #[napi(catch_unwind)]
     pub fn register_all(&self, keys: Vec<String>) -> Result<Vec<NativeColumnId>> {
@@ -257,6 +255,8 @@ impl NativeRecorder {
         })
     }
 
+    /// Enqueues one encoded `logSamples` call (`count` samples; the bytes are copied).
+    /// False when the sample queue was full and the call was dropped (counted).
     #[napi(catch_unwind)]
     pub fn push_samples(&self, encoded: &[u8], count: u32) -> Result<bool> {
         with_slot(self.handle, |slot| {
