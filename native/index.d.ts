@@ -58,7 +58,10 @@ export declare class NativeRecorder {
   lastError(): string | null
 }
 
-/** A streaming read of one run directory's samples, filtered in Rust. */
+/**
+ * A streaming read of one run directory's samples, filtered in Rust on threads of their
+ * own a couple of batches ahead, while this thread turns batches into JS values.
+ */
 export declare class NativeSampleCursor {
   constructor(runDir: string, filter: NativeSampleFilter, columns: Array<string> | undefined | null, batchRows: number)
   /** The next batch of matching samples, or null when done. */
@@ -233,6 +236,11 @@ export interface NativeLiveDoctorOptions {
   klPerToken?: boolean
 }
 
+export interface NativeRankDir {
+  dir: string
+  rank: number
+}
+
 export interface NativeRecorderOptions {
   /** Directory this recorder writes (the rank sub-directory already applied). */
   runDir: string
@@ -313,6 +321,25 @@ export interface NativeSampleFilter {
   /** Case-insensitive substring of the prompt or the completion. */
   text?: string
   sampleId?: string
+}
+
+export interface NativeSampleTable {
+  rows: number
+  columns: Array<NativeSampleTableColumn>
+}
+
+export interface NativeSampleTableColumn {
+  name: string
+  /** "int", "float", "bool", "text", "int_list" or "float_list" */
+  kind: string
+  /** Numbers (bool as 0/1, NaN where null), or a list column's items. */
+  values?: Float64Array
+  /** A text column's UTF-8 bytes. */
+  bytes?: Buffer
+  /** For text and lists: rows + 1 offsets into `bytes` or `values`. */
+  offsets?: Uint32Array
+  /** 1 where the row has a value; absent when every row has one. */
+  valid?: Uint8Array
 }
 
 export interface NativeSampling {
@@ -405,6 +432,12 @@ export interface NativeStepTable {
  */
 export declare function pushStep(handle: number, len: number): void
 
+/**
+ * The matching samples of each directory in turn (its rank filled in where a row has
+ * none) as one table of columns: buffers, not a value per cell.
+ */
+export declare function readSampleTable(dirs: Array<NativeRankDir>, filter: NativeSampleFilter, columns?: Array<string> | undefined | null): NativeSampleTable
+
 /** A run directory's spans matching `filter` (this directory only; the reader merges ranks). */
 export declare function readSpans(runDir: string, filter: NativeSpanFilter): NativeSpanRead
 
@@ -435,13 +468,13 @@ export declare function spanCounts(runDir: string): Array<NativeSpanKindCount>
 /** The files holding a run directory's spans, and the files skipped as foreign or damaged. */
 export declare function spanFiles(runDir: string): NativeSpanFiles
 
-/** The run's step columns (union over its files, from the footers alone), in table order. */
 /**
  * The kind of the column a step-record key lands in ("f64", "i64", "list_f64"),
- * registering nothing; an error for a key that cannot be a column.
+ * registering nothing; an `RLPROBE_INVALID` error for a key that cannot be a column.
  */
 export declare function stepColumnKind(key: string): string
 
+/** The run's step columns (union over its files, from the footers alone), in table order. */
 export declare function stepColumns(runDir: string): Array<NativeFieldSpec>
 
 /**
@@ -457,15 +490,15 @@ export declare function stepFieldSpecs(): Array<NativeFieldSpec>
 export declare function stepFiles(runDir: string): NativeStepFiles
 
 /**
- * Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
- * spans in `encoded` (the recorder's wire form). Returns how many it holds.
- */
-/**
  * Commits every written file of `dir`'s filesystem to disk in one syncfs(2), on the libuv
  * pool (Linux; elsewhere it rejects and callers fsync each file).
  */
 export declare function syncFilesystemAsync(dir: string): Promise<void>
 
+/**
+ * Replaces the span file of one captured trial, `trials/<key>/spans.parquet`, with the
+ * spans in `encoded` (the recorder's wire form). Returns how many it holds.
+ */
 export declare function writeCaptureSpans(runDir: string, key: string, encoded: Uint8Array): number
 
 /** Writes a file atomically (temporary, fsync, rename, fsync of the directory). */

@@ -103,6 +103,7 @@ export const {
   doctorDetectors,
   errorCodes,
   pushStep,
+  readSampleTable,
   readSpans,
   readSteps,
   sampleFiles,

@@ -11,7 +11,7 @@ use napi::Task;
 use napi_derive::napi;
 use rlprobe_core::samples::select::call_seed;
 use rlprobe_core::samples::{
-    select_samples, PrefetchCursor, SampleCursor, SampleFilter, SamplingConfig,
+    select_samples, ColumnValues, PrefetchCursor, SampleCursor, SampleFilter, SamplingConfig,
 };
 
 use crate::error::{guard, js, settle, Result};
@@ -178,7 +178,26 @@ pub struct NativeSampleBatch {
     pub columns: Vec<NativeSampleColumn>,
 }
 
-/// A streaming read of one run directory's samples, filtered in Rust on a thread of its
+fn filter_of(filter: NativeSampleFilter) -> SampleFilter {
+    let f = SampleFilter {
+        step_min: filter.step_min.map(|x| x.ceil() as i64),
+        step_max: filter.step_max.map(|x| x.floor() as i64),
+        reasons: filter.reasons.unwrap_or_default(),
+        group: filter.group,
+        reward_min: filter.reward_min,
+        reward_max: filter.reward_max,
+        truncated: filter.truncated,
+        text: filter.text.filter(|t| !t.is_empty()),
+        sample_id: filter.sample_id,
+        steps: None,
+    };
+    match filter.steps {
+        Some(steps) => f.with_steps(steps.into_iter().map(|s| s as i64)),
+        None => f,
+    }
+}
+
+/// A streaming read of one run directory's samples, filtered in Rust on threads of their
 /// own a couple of batches ahead, while this thread turns batches into JS values.
 #[napi]
 pub struct NativeSampleCursor {
@@ -203,22 +222,7 @@ impl NativeSampleCursor {
         columns: Option<Vec<String>>,
         batch_rows: u32,
     ) -> Result<Self> {
-        let f = SampleFilter {
-            step_min: filter.step_min.map(|x| x.ceil() as i64),
-            step_max: filter.step_max.map(|x| x.floor() as i64),
-            reasons: filter.reasons.unwrap_or_default(),
-            group: filter.group,
-            reward_min: filter.reward_min,
-            reward_max: filter.reward_max,
-            truncated: filter.truncated,
-            text: filter.text.filter(|t| !t.is_empty()),
-            sample_id: filter.sample_id,
-            steps: None,
-        };
-        let f = match filter.steps {
-            Some(steps) => f.with_steps(steps.into_iter().map(|s| s as i64)),
-            None => f,
-        };
+        let f = filter_of(filter);
         let cursor = SampleCursor::open(&PathBuf::from(run_dir), f, columns, batch_rows as usize)
             .and_then(PrefetchCursor::start)
             .map_err(js)?;
@@ -374,6 +378,83 @@ pub(crate) fn to_js_with_dicts(batch: &RecordBatch, dicts: &[&str]) -> Result<Na
     }
     Ok(NativeSampleBatch {
         rows: batch.num_rows() as u32,
+        columns,
+    })
+}
+
+#[napi(object)]
+pub struct NativeRankDir {
+    pub dir: String,
+    pub rank: u32,
+}
+
+#[napi(object)]
+pub struct NativeSampleTableColumn {
+    pub name: String,
+    /// "int", "float", "bool", "text", "int_list" or "float_list"
+    pub kind: String,
+    /// Numbers (bool as 0/1, NaN where null), or a list column's items.
+    pub values: Option<Float64Array>,
+    /// A text column's UTF-8 bytes.
+    pub bytes: Option<Buffer>,
+    /// For text and lists: rows + 1 offsets into `bytes` or `values`.
+    pub offsets: Option<Uint32Array>,
+    /// 1 where the row has a value; absent when every row has one.
+    pub valid: Option<Uint8Array>,
+}
+
+#[napi(object)]
+pub struct NativeSampleTable {
+    pub rows: u32,
+    pub columns: Vec<NativeSampleTableColumn>,
+}
+
+/// The matching samples of each directory in turn (its rank filled in where a row has
+/// none) as one table of columns: buffers, not a value per cell.
+#[napi(catch_unwind)]
+pub fn read_sample_table(
+    dirs: Vec<NativeRankDir>,
+    filter: NativeSampleFilter,
+    columns: Option<Vec<String>>,
+) -> Result<NativeSampleTable> {
+    let dirs: Vec<(PathBuf, i64)> = dirs
+        .into_iter()
+        .map(|d| (PathBuf::from(d.dir), i64::from(d.rank)))
+        .collect();
+    let filter = filter_of(filter);
+    let table = guard(|| {
+        rlprobe_core::samples::read_sample_table(&dirs, &filter, columns.as_deref()).map_err(js)
+    })?;
+    let columns = table
+        .columns
+        .into_iter()
+        .map(|c| {
+            let valid = (c.nulls > 0).then(|| Uint8Array::new(c.valid));
+            let (values, bytes, offsets) = match c.values {
+                ColumnValues::Numbers(v) => (Some(Float64Array::new(v)), None, None),
+                ColumnValues::Text { bytes, offsets } => (
+                    None,
+                    Some(Buffer::from(bytes)),
+                    Some(Uint32Array::new(offsets)),
+                ),
+                ColumnValues::List { items, offsets } => (
+                    Some(Float64Array::new(items)),
+                    None,
+                    Some(Uint32Array::new(offsets)),
+                ),
+            };
+            NativeSampleTableColumn {
+                name: c.name,
+                kind: c.kind.as_str().into(),
+                values,
+                bytes,
+                offsets,
+                valid,
+            }
+        })
+        .collect();
+    Ok(NativeSampleTable {
+        rows: table.rows as u32,
         columns,
     })
 }

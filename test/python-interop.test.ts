@@ -104,6 +104,8 @@ describe('Python rlprobe 0.1.0 interop', { skip }, () => {
 
     // samples: both ranks, every field, rank-attributed
     const samples = [...reader.samples()];
+    // the columnar read of Python's files (integer ids, no rank column) holds the same records
+    assert.deepEqual([...reader.sampleTable().records()], samples);
     assert.equal(samples.length, expected.samples.length);
     const byId = new Map(samples.map((s) => [s.sample_id, s]));
     for (const e of expected.samples) {
@@ -271,6 +273,7 @@ describe('Python rlprobe 0.1.0 interop', { skip }, () => {
 
       // samples of every rank, every field
       const samples = [...reader.samples()];
+      assert.deepEqual([...reader.sampleTable().records()], samples, `${name}: the columnar read`);
       assert.equal(samples.length, e.samples.length, `${name}: samples`);
       const byId = new Map(samples.map((s) => [s.sample_id, s]));
       for (const want of e.samples) {

@@ -53,6 +53,8 @@ export type { SampleRecord, StoredSampleRecord, CaptureReason } from './schema/s
 export { CAPTURE_REASONS } from './schema/sample-record.js';
 export type { LogSamplesOptions, SamplingOptions } from './recorder/sampling.js';
 export type { SampleQuery } from './reader/sample-stream.js';
+export { SampleTable } from './reader/sample-table.js';
+export type { SampleColumnKind, SampleTableColumn } from './reader/sample-table.js';
 export type { SpanQuery } from './reader/span-reader.js';
 export { spanForest } from './reader/span-reader.js';
 export type { SpanKindCount, SpanRecord, SpanTreeNode } from './schema/span-record.js';

@@ -21,7 +21,8 @@ import type { StepLayout } from './step-layout.js';
 import { writerLock } from './writer-lock.js';
 import { rankSubdirs, recordingDirs } from './rank-dirs.js';
 import type { RankDir } from './rank-dirs.js';
-import { parseSampleQuery, sampledStepsOf, streamSampleBatches } from './sample-stream.js';
+import { parseSampleQuery, readSampleTableOf, sampledStepsOf, streamSampleBatches } from './sample-stream.js';
+import type { SampleTable } from './sample-table.js';
 import type { SampleQuery } from './sample-stream.js';
 import { rowsOf } from './step-table.js';
 import { readSpansOf, spanCountsOf, spanForest, subtreeIds } from './span-reader.js';
@@ -263,6 +264,19 @@ export class RunReader {
     const q = parseSampleQuery(query);
     // the query is checked now; the files are listed when the first sample is asked for
     return flattenBatches(() => streamSampleBatches(this.sampleDirs(q.ranks), q, this.adapter));
+  }
+
+  /**
+   * The samples `samples(query)` yields, as one table of columns: numbers in a Float64Array
+   * per column, texts in one UTF-8 buffer per column, decoded when asked for. The bulk read
+   * (a million samples' ids and rewards) without a record per row; files are decoded on
+   * up to 4 threads. It holds every matching row: leave the texts out of `columns`, or
+   * stream them with `samples()`, when they are many. Columns: those asked for (or all)
+   * and `rank`, filled in from the rank directory where a row has none.
+   */
+  sampleTable(query: SampleQuery = {}): SampleTable {
+    const q = parseSampleQuery(query);
+    return readSampleTableOf(this.sampleDirs(q.ranks), q, this.adapter);
   }
 
   /** `samples()` one batch (array) at a time. */

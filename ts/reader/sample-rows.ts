@@ -35,6 +35,38 @@ export function parseLabels(v: unknown): Record<string, string> | null {
   }
 }
 
+/** Puts one non-null cell into a record, as a column of that name and kind holds it. */
+export type SampleFieldSetter = (rec: Record<string, unknown>, v: unknown) => void;
+
+/**
+ * How a column's cells go into a record: reward components and extras into their dicts,
+ * ids as text whatever the writer stored, `truncated` as a boolean, `labels` parsed (a
+ * cell that is not a JSON object is left out). Shared by the batch and the table reads.
+ */
+export function sampleFieldSetter(name: string, kind: string): SampleFieldSetter {
+  if (name.startsWith(REWARD_COMPONENT_PREFIX)) {
+    const component = name.slice(REWARD_COMPONENT_PREFIX.length);
+    return (rec, v) => {
+      ((rec.reward_components ??= {}) as Record<string, unknown>)[component] = v;
+    };
+  }
+  if (name.startsWith(EXTRA_PREFIX)) {
+    const extra = name.slice(EXTRA_PREFIX.length);
+    return (rec, v) => {
+      ((rec.extra ??= {}) as Record<string, unknown>)[extra] = v;
+    };
+  }
+  if (SAMPLE_TEXT_FIELDS.has(name) && kind !== 'text') return (rec, v) => void (rec[name] = String(v));
+  if (name === 'truncated') return (rec, v) => void (rec[name] = typeof v === 'number' ? v !== 0 : v);
+  if (name === 'labels') {
+    return (rec, v) => {
+      const labels = parseLabels(v);
+      if (labels !== null) rec[name] = labels;
+    };
+  }
+  return (rec, v) => void (rec[name] = v);
+}
+
 /**
  * Rebuilds sample records from a native batch. Whatever the writer (ours, the Python
  * package, an older rlprobe), ids come back as strings and the rank is filled in from the
@@ -44,26 +76,12 @@ export function sampleRowsOf(batch: NativeSampleBatch, dirRank: number): StoredS
   const out: StoredSampleRecord[] = new Array(batch.rows);
   for (let r = 0; r < batch.rows; r++) out[r] = { step: NaN, sample_id: '', rank: dirRank };
   for (const col of batch.columns) {
-    const name = col.name;
-    const component = name.startsWith(REWARD_COMPONENT_PREFIX) ? name.slice(REWARD_COMPONENT_PREFIX.length) : null;
-    const extra = name.startsWith(EXTRA_PREFIX) ? name.slice(EXTRA_PREFIX.length) : null;
-    const asText = SAMPLE_TEXT_FIELDS.has(name) && col.kind !== 'text';
+    const put = sampleFieldSetter(col.name, col.kind);
     for (let r = 0; r < batch.rows; r++) {
       if (!valid(col, r)) continue;
-      const rec = out[r] as unknown as Record<string, unknown>;
-      let v = cell(col, r);
+      const v = cell(col, r);
       if (v === null || v === undefined) continue;
-      if (component !== null) ((rec.reward_components ??= {}) as Record<string, unknown>)[component] = v;
-      else if (extra !== null) ((rec.extra ??= {}) as Record<string, unknown>)[extra] = v;
-      else {
-        if (asText) v = String(v);
-        else if (name === 'truncated' && typeof v === 'number') v = v !== 0;
-        else if (name === 'labels') {
-          v = parseLabels(v);
-          if (v === null) continue;
-        }
-        rec[name] = v;
-      }
+      put(out[r] as unknown as Record<string, unknown>, v);
     }
   }
   return out;

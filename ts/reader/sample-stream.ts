@@ -2,7 +2,8 @@ import { RlprobeError, native } from '../errors.js';
 import { loadOnDemand } from '../schema/on-demand.js';
 import { parseQuery } from './query-parse.js';
 import type * as SampleQueryModule from './sample-query.js';
-import { NativeSampleCursor } from '../native.js';
+import { NativeSampleCursor, readSampleTable } from '../native.js';
+import { SampleTable } from './sample-table.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { ReadAdapter } from './migrations.js';
 import { sampleRowsOf } from './sample-rows.js';
@@ -67,13 +68,9 @@ export function parseSampleQuery(query: unknown): ParsedSampleQuery {
   };
 }
 
-/** Streams batches of sample records from each directory in turn, filtered in Rust. */
-export function* streamSampleBatches(
-  dirs: ReadonlyArray<{ rank: number; dir: string }>,
-  q: ParsedSampleQuery,
-  adapter: ReadAdapter,
-): Generator<StoredSampleRecord[], void, undefined> {
-  const filter = {
+/** The query's filters as the native reads take them. */
+export function nativeSampleFilter(q: ParsedSampleQuery) {
+  return {
     stepMin: q.stepMin,
     stepMax: q.stepMax,
     steps: q.steps,
@@ -85,6 +82,15 @@ export function* streamSampleBatches(
     text: q.text,
     sampleId: q.sampleId,
   };
+}
+
+/** Streams batches of sample records from each directory in turn, filtered in Rust. */
+export function* streamSampleBatches(
+  dirs: ReadonlyArray<{ rank: number; dir: string }>,
+  q: ParsedSampleQuery,
+  adapter: ReadAdapter,
+): Generator<StoredSampleRecord[], void, undefined> {
+  const filter = nativeSampleFilter(q);
   if (q.stepMin !== undefined && q.stepMax !== undefined && q.stepMin > q.stepMax) return;
   const columns = q.columns?.map((c) => adapter.physicalSampleColumn(c));
   for (const { rank, dir } of dirs) {
@@ -96,6 +102,18 @@ export function* streamSampleBatches(
       yield sampleRowsOf(batch, rank);
     }
   }
+}
+
+/**
+ * The matching samples of `dirs` as one columnar table (texts as UTF-8 buffers, numbers as
+ * Float64Arrays), under current column names.
+ */
+export function readSampleTableOf(dirs: ReadonlyArray<{ rank: number; dir: string }>, q: ParsedSampleQuery, adapter: ReadAdapter): SampleTable {
+  if (q.stepMin !== undefined && q.stepMax !== undefined && q.stepMin > q.stepMax) return new SampleTable({ rows: 0, columns: [] });
+  const columns = q.columns?.map((c) => adapter.physicalSampleColumn(c));
+  const native_ = native(() => readSampleTable(dirs.map(({ rank, dir }) => ({ rank, dir })), nativeSampleFilter(q), columns));
+  if (adapter.migrated) for (const c of native_.columns) c.name = adapter.currentSampleColumn(c.name);
+  return new SampleTable(native_);
 }
 
 /**
