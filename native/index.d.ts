@@ -335,7 +335,7 @@ export interface NativeSampleTableColumn {
   /** Numbers (bool as 0/1, NaN where null), or a list column's items. */
   values?: Float64Array
   /** A text column's UTF-8 bytes. */
-  bytes?: Buffer
+  bytes?: Uint8Array
   /** For text and lists: rows + 1 offsets into `bytes` or `values`. */
   offsets?: Uint32Array
   /** 1 where the row has a value; absent when every row has one. */

@@ -22,6 +22,7 @@ mod recorder;
 mod samples;
 mod spans;
 mod steps;
+mod typed_arrays;
 
 use error::{guard, js, settle, Result};
 

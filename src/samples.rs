@@ -15,6 +15,7 @@ use rlprobe_core::samples::{
 };
 
 use crate::error::{guard, js, settle, Result};
+use crate::typed_arrays::{accounted_f64, accounted_u32, accounted_u8};
 use crate::{damaged, skipped, NativeCompactReport, NativeSkippedFile};
 
 #[napi(object)]
@@ -396,7 +397,7 @@ pub struct NativeSampleTableColumn {
     /// Numbers (bool as 0/1, NaN where null), or a list column's items.
     pub values: Option<Float64Array>,
     /// A text column's UTF-8 bytes.
-    pub bytes: Option<Buffer>,
+    pub bytes: Option<Uint8Array>,
     /// For text and lists: rows + 1 offsets into `bytes` or `values`.
     pub offsets: Option<Uint32Array>,
     /// 1 where the row has a value; absent when every row has one.
@@ -413,6 +414,7 @@ pub struct NativeSampleTable {
 /// none) as one table of columns: buffers, not a value per cell.
 #[napi(catch_unwind)]
 pub fn read_sample_table(
+    env: Env,
     dirs: Vec<NativeRankDir>,
     filter: NativeSampleFilter,
     columns: Option<Vec<String>>,
@@ -425,34 +427,34 @@ pub fn read_sample_table(
     let table = guard(|| {
         rlprobe_core::samples::read_sample_table(&dirs, &filter, columns.as_deref()).map_err(js)
     })?;
-    let columns = table
-        .columns
-        .into_iter()
-        .map(|c| {
-            let valid = (c.nulls > 0).then(|| Uint8Array::new(c.valid));
-            let (values, bytes, offsets) = match c.values {
-                ColumnValues::Numbers(v) => (Some(Float64Array::new(v)), None, None),
-                ColumnValues::Text { bytes, offsets } => (
-                    None,
-                    Some(Buffer::from(bytes)),
-                    Some(Uint32Array::new(offsets)),
-                ),
-                ColumnValues::List { items, offsets } => (
-                    Some(Float64Array::new(items)),
-                    None,
-                    Some(Uint32Array::new(offsets)),
-                ),
-            };
-            NativeSampleTableColumn {
-                name: c.name,
-                kind: c.kind.as_str().into(),
-                values,
-                bytes,
-                offsets,
-                valid,
-            }
-        })
-        .collect();
+    let mut columns = Vec::with_capacity(table.columns.len());
+    for c in table.columns {
+        let valid = match c.nulls {
+            0 => None,
+            _ => Some(accounted_u8(&env, c.valid)?),
+        };
+        let (values, bytes, offsets) = match c.values {
+            ColumnValues::Numbers(v) => (Some(accounted_f64(&env, v)?), None, None),
+            ColumnValues::Text { bytes, offsets } => (
+                None,
+                Some(accounted_u8(&env, bytes)?),
+                Some(accounted_u32(&env, offsets)?),
+            ),
+            ColumnValues::List { items, offsets } => (
+                Some(accounted_f64(&env, items)?),
+                None,
+                Some(accounted_u32(&env, offsets)?),
+            ),
+        };
+        columns.push(NativeSampleTableColumn {
+            name: c.name,
+            kind: c.kind.as_str().into(),
+            values,
+            bytes,
+            offsets,
+            valid,
+        });
+    }
     Ok(NativeSampleTable {
         rows: table.rows as u32,
         columns,

@@ -39,7 +39,8 @@ export class SampleTable {
       name: c.name,
       kind: c.kind as SampleColumnKind,
       values: c.values ?? undefined,
-      bytes: c.bytes ?? undefined,
+      // a view of the same memory, for Buffer's fast UTF-8 slicing
+      bytes: c.bytes ? Buffer.from(c.bytes.buffer, c.bytes.byteOffset, c.bytes.byteLength) : undefined,
       offsets: c.offsets ?? undefined,
       valid: c.valid ?? undefined,
     }));
