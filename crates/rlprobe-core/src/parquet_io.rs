@@ -239,7 +239,20 @@ impl ParquetFile {
     /// Appends the file's rows to `table` (columns unioned by name); `columns` restricts the
     /// read to those top-level columns when given.
     pub fn read_into(&self, table: &mut Table, columns: Option<&[String]>) -> Result<()> {
+        self.read_groups_into(table, columns, None)
+    }
+
+    /// `read_into` of only row groups `groups` (None: all), in that order.
+    pub fn read_groups_into(
+        &self,
+        table: &mut Table,
+        columns: Option<&[String]>,
+        groups: Option<&[usize]>,
+    ) -> Result<()> {
         let mut b = self.reader(65_536)?;
+        if let Some(g) = groups {
+            b = b.with_row_groups(g.to_vec());
+        }
         if let Some(cols) = columns {
             let mask = ProjectionMask::roots(
                 b.parquet_schema(),

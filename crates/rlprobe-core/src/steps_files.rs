@@ -260,55 +260,166 @@ fn read_steps_on(
         .map(|s| s.file.rows() as usize)
         .sum::<usize>();
     let names = columns_to_read(&sources, columns);
-    let threads = threads
-        .unwrap_or_else(|| decode_threads(rows.saturating_mul(names.len())))
-        .min(names.len());
-    let mut table = if threads <= 1 {
+    let threads = threads.unwrap_or_else(|| decode_threads(rows.saturating_mul(names.len())));
+    let mut table = if threads <= 1 || names.is_empty() {
         read_column_group(&sources, columns, rows)?
+    } else if names.len() >= threads {
+        read_column_shares(&sources, &names, threads, rows)?
     } else {
-        // each thread decodes its share of the columns from every file; the shares are
-        // disjoint, so the tables are put side by side without a copy
-        let groups: Vec<Vec<String>> = (0..threads)
-            .map(|t| names.iter().skip(t).step_by(threads).cloned().collect())
-            .collect();
-        let tables = std::thread::scope(|scope| {
-            let handles: Vec<_> = groups
-                .iter()
-                .map(|g| {
-                    let read = || read_column_group(&sources, Some(g.as_slice()), rows);
-                    // a thread the system refuses (a pids limit): that share is read here
-                    std::thread::Builder::new()
-                        .name("rlprobe-step-read".into())
-                        .spawn_scoped(scope, read)
-                        .map_err(|_| g)
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    Err(g) => read_column_group(&sources, Some(g.as_slice()), rows),
-                })
-                .collect::<Vec<_>>()
-        });
-        let mut merged = Table::default();
-        for t in tables {
-            let t = t?;
-            merged.rows = t.rows;
-            merged.names.extend(t.names);
-            merged.columns.extend(t.columns);
-        }
-        merged
+        read_row_shares(&sources, columns, threads, rows)?
     };
     table.sort_columns();
     Ok(table)
 }
 
+/// Each of `threads` threads decodes its share of the columns from every file; the shares
+/// are disjoint, so the tables are put side by side without a copy.
+fn read_column_shares(
+    sources: &TableSources,
+    names: &[String],
+    threads: usize,
+    rows: usize,
+) -> Result<Table> {
+    let groups: Vec<Vec<String>> = (0..threads)
+        .map(|t| names.iter().skip(t).step_by(threads).cloned().collect())
+        .collect();
+    let tables = on_threads(&groups, |g| {
+        read_column_group(sources, Some(g.as_slice()), rows)
+    });
+    let mut merged = Table::default();
+    for t in tables {
+        let t = t?;
+        merged.rows = t.rows;
+        merged.names.extend(t.names);
+        merged.columns.extend(t.columns);
+    }
+    Ok(merged)
+}
+
+/// A few columns of many rows (one series): each thread decodes a run of row groups, and
+/// the pieces are appended in order.
+fn read_row_shares(
+    sources: &TableSources,
+    columns: Option<&[String]>,
+    threads: usize,
+    rows: usize,
+) -> Result<Table> {
+    let shares = row_shares(sources, threads, rows);
+    if shares.len() <= 1 {
+        return read_column_group(sources, columns, rows);
+    }
+    let tables = on_threads(&shares, |share| {
+        read_row_share(sources, columns, share, rows)
+    });
+    let mut tables = tables.into_iter();
+    let mut merged = tables.next().expect("two shares or more")?;
+    for t in tables {
+        if merged.append_table(t?).is_err() {
+            // a column whose kinds disagree between files: the read on one thread names the file
+            return read_column_group(sources, columns, rows);
+        }
+    }
+    Ok(merged)
+}
+
+/// Runs `read` on each item on a thread of its own (scoped), results in item order. A
+/// thread the system refuses (a pids limit) is read on the calling thread.
+fn on_threads<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    std::thread::scope(|scope| {
+        let read = &read;
+        let handles: Vec<_> = items
+            .iter()
+            .map(|item| {
+                std::thread::Builder::new()
+                    .name("rlprobe-step-read".into())
+                    .spawn_scoped(scope, move || read(item))
+                    .map_err(|_| item)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(item) => read(item),
+            })
+            .collect()
+    })
+}
+
+/// Row groups of one file a row share reads, by index into `sources`.
+type RowShare = Vec<(usize, Vec<usize>)>;
+
+/// The files' row groups in read order, cut into at most `threads` runs of about equal rows.
+fn row_shares(sources: &TableSources, threads: usize, rows: usize) -> Vec<RowShare> {
+    let target = rows.div_ceil(threads).max(1);
+    let mut shares: Vec<RowShare> = vec![Vec::new()];
+    let mut in_share = 0usize;
+    for (i, s) in sources.sources.iter().enumerate() {
+        let meta = s.file.metadata();
+        for g in 0..meta.num_row_groups() {
+            if in_share >= target && shares.len() < threads {
+                shares.push(Vec::new());
+                in_share = 0;
+            }
+            let share = shares.last_mut().expect("never empty");
+            match share.last_mut() {
+                Some((file, groups)) if *file == i => groups.push(g),
+                _ => share.push((i, vec![g])),
+            }
+            in_share += meta.row_group(g).num_rows() as usize;
+        }
+    }
+    shares.retain(|s| !s.is_empty());
+    shares
+}
+
+/// One row share read into a table; the first share makes room for every row (the others
+/// are appended to it).
+fn read_row_share(
+    sources: &TableSources,
+    columns: Option<&[String]>,
+    share: &RowShare,
+    rows: usize,
+) -> Result<Table> {
+    let share_rows: usize = share
+        .iter()
+        .map(|(i, groups)| {
+            let meta = sources.sources[*i].file.metadata();
+            groups
+                .iter()
+                .map(|&g| meta.row_group(g).num_rows() as usize)
+                .sum::<usize>()
+        })
+        .sum();
+    let first = share
+        .first()
+        .is_some_and(|(i, g)| *i == 0 && g.first() == Some(&0));
+    let mut table = Table {
+        capacity_hint: if first { rows } else { share_rows },
+        ..Table::default()
+    };
+    for (i, groups) in share {
+        let file = &sources.sources[*i].file;
+        let end = table.rows
+            + groups
+                .iter()
+                .map(|&g| file.metadata().row_group(g).num_rows() as usize)
+                .sum::<usize>();
+        let holds_any =
+            columns.is_none_or(|c| file.schema().fields().iter().any(|f| c.contains(f.name())));
+        if holds_any {
+            file.read_groups_into(&mut table, columns, Some(groups))?;
+        }
+        table.finish_rows(end.max(table.rows));
+    }
+    Ok(table)
+}
+
 /// Values (rows × columns) from which a step read decodes on several threads: below it
 /// starting them costs about what they save.
-const PARALLEL_READ_MIN_VALUES: usize = 1 << 20;
+const PARALLEL_READ_MIN_VALUES: usize = 1 << 18;
 
 /// Threads a read of `values` values decodes on: up to 4, as many as the machine has.
 fn decode_threads(values: usize) -> usize {
@@ -487,6 +598,34 @@ mod tests {
         let late = a.column("extra.late").unwrap();
         assert_eq!(late.scalar(74), None);
         assert_eq!(late.scalar(76), Some(762.0));
+    }
+
+    #[test]
+    fn a_few_columns_read_in_row_shares_equal_the_read_on_one_thread() {
+        let run = tempdir("row-shares");
+        // a compacted table of several row groups, then parts, one with a late column
+        write_part(&run, 0, 0..150_000, &["loss"]);
+        compact_steps(&run).unwrap();
+        let sources = open_step_sources(&run).unwrap();
+        assert!(sources.sources[0].file.metadata().num_row_groups() >= 3);
+        write_part(&run, 1, 150_000..150_010, &["loss", "extra.late"]);
+        write_part(&run, 2, 150_010..150_020, &[]);
+        for only in [vec!["loss"], vec!["extra.late"], vec!["step", "loss"]] {
+            let only: Vec<String> = only.into_iter().map(String::from).collect();
+            let one = read_steps_on(&run, Some(&only), Some(1)).unwrap();
+            assert_eq!(one.rows, 150_020);
+            for threads in [2, 3, 4, 9] {
+                let sources = open_step_sources(&run).unwrap();
+                let shares = row_shares(&sources, threads, 150_020);
+                assert!(
+                    shares.len() > 1 && shares.len() <= threads,
+                    "{threads}: {shares:?}"
+                );
+                let many = read_steps_on(&run, Some(&only), Some(threads)).unwrap();
+                assert_eq!(many.names, one.names, "{only:?} on {threads} threads");
+                assert_eq!(cells(&many), cells(&one), "{only:?} on {threads} threads");
+            }
+        }
     }
 
     #[test]

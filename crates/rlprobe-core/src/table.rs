@@ -102,6 +102,33 @@ impl ColumnBuf {
         }
     }
 
+    /// Appends `other`'s rows; its kind must be this column's (or an int column into a
+    /// float one: `Table::column_mut` widens first).
+    fn append_buf(&mut self, other: ColumnBuf) {
+        match (&mut self.values, other.values) {
+            (ColumnValues::F64(a), ColumnValues::F64(b)) => a.extend_from_slice(&b),
+            (ColumnValues::I64(a), ColumnValues::I64(b)) => a.extend_from_slice(&b),
+            (ColumnValues::F64(a), ColumnValues::I64(b)) => a.extend(
+                b.iter()
+                    .zip(&other.valid)
+                    .map(|(x, ok)| if *ok { *x as f64 } else { f64::NAN }),
+            ),
+            (
+                ColumnValues::ListF64 { offsets, values },
+                ColumnValues::ListF64 {
+                    offsets: o,
+                    values: v,
+                },
+            ) => {
+                let base = *offsets.last().unwrap() - o[0];
+                offsets.extend(o[1..].iter().map(|x| x + base));
+                values.extend_from_slice(&v[o[0] as usize..*o.last().unwrap() as usize]);
+            }
+            (have, b) => unreachable!("append_buf: {have:?} and {b:?} do not unify"),
+        }
+        self.valid.extend_from_slice(&other.valid);
+    }
+
     /// Drops entries past `rows` (a field given twice in one record: the last one wins).
     pub fn truncate(&mut self, rows: usize) {
         if rows >= self.len() {
@@ -425,6 +452,19 @@ impl Table {
         Ok(())
     }
 
+    /// Appends `other`'s rows below this table's, unioning columns by name (a table read
+    /// in row shares is put back together in order).
+    pub fn append_table(&mut self, other: Table) -> Result<()> {
+        let start = self.rows;
+        for (name, col) in other.names.into_iter().zip(other.columns) {
+            let mine = self.column_mut(&name, col.kind())?;
+            mine.pad_to(start);
+            mine.append_buf(col);
+        }
+        self.finish_rows(start + other.rows);
+        Ok(())
+    }
+
     /// Columns in the canonical order (fixed, known fields, components, extras, others).
     pub fn sort_columns(&mut self) {
         // moves, not clones: a million-row table must not be held twice
@@ -526,6 +566,61 @@ mod tests {
         assert_eq!(u.column("x").unwrap().scalar(1), Some(2.5));
         assert_eq!(u.column("y").unwrap().scalar(0), None);
         assert_eq!(u.column("y").unwrap().scalar(1), Some(7.0));
+    }
+
+    #[test]
+    fn tables_appended_in_order_equal_their_batches_appended() {
+        let part = |rows: std::ops::Range<usize>, x_kind: ColumnKind, list: bool| {
+            let mut t = Table::default();
+            for (i, r) in rows.enumerate() {
+                t.column_mut("step", ColumnKind::I64)
+                    .unwrap()
+                    .push_number(r as f64);
+                if r % 3 != 0 {
+                    let c = t.column_mut("x", x_kind).unwrap();
+                    c.pad_to(i);
+                    c.push_number(r as f64 + 0.5 * (x_kind == ColumnKind::F64) as u8 as f64);
+                }
+                if list {
+                    let c = t.column_mut("l", ColumnKind::ListF64).unwrap();
+                    c.pad_to(i);
+                    c.push_list(&vec![r as f64; r % 3]);
+                }
+                t.finish_rows(i + 1);
+            }
+            t
+        };
+        let pieces = [
+            part(0..4, ColumnKind::I64, false),
+            part(4..9, ColumnKind::I64, true),
+            part(9..12, ColumnKind::F64, true),
+            part(12..13, ColumnKind::I64, false),
+        ];
+        let mut by_batch = Table::default();
+        for p in &pieces {
+            by_batch
+                .append_batch(&p.to_record_batch().unwrap())
+                .unwrap();
+        }
+        let mut pieces = pieces.into_iter();
+        let mut by_table = pieces.next().unwrap();
+        for p in pieces {
+            by_table.append_table(p).unwrap();
+        }
+        assert_eq!(by_table.rows, 13);
+        assert_eq!(by_table.names, by_batch.names);
+        assert_eq!(by_table.column("x").unwrap().kind(), ColumnKind::F64);
+        for (name, col) in by_batch.names.iter().zip(&by_batch.columns) {
+            let got = by_table.column(name).unwrap();
+            for r in 0..13 {
+                assert_eq!(
+                    got.scalar(r).map(f64::to_bits),
+                    col.scalar(r).map(f64::to_bits),
+                    "{name} row {r}"
+                );
+                assert_eq!(got.list(r), col.list(r), "{name} row {r}");
+            }
+        }
     }
 
     #[test]
