@@ -309,16 +309,13 @@ const SURFACES: Surface[] = [
     detail: (t) => `${(t as { rows: number }).rows} values`,
   },
   {
-    // the reader adds `rank` to a projection (a sample's identity), so DuckDB reads it too
+    // the bulk read: columns, not a record per sample (as DuckDB's result stays columnar).
+    // The table adds `rank` to a projection (a sample's identity), so DuckDB reads it too
     needsSamples: true,
     name: 'samples: top_k of the whole run (no texts)',
     ours: (q) => {
-      let rows = 0;
-      let columns = 0;
-      for (const s of RunReader.open(q.dir).samples({ reason: 'top_k', columns: ['step', 'sample_id', 'reward_total'] })) {
-        if (rows++ === 0) columns = Object.keys(s).length;
-      }
-      return { rows, columns };
+      const t = RunReader.open(q.dir).sampleTable({ reason: 'top_k', columns: ['step', 'sample_id', 'reward_total'] });
+      return { rows: t.rows, columns: t.columns.length };
     },
     shape: (s) => s as ResultShape,
     sql: (f) => `SELECT step, sample_id, rank, reward_total FROM ${parquetFiles(f.samples)} WHERE capture_reason = 'top_k'`,
