@@ -286,15 +286,21 @@ impl ColumnBuf {
                     )
                 })?;
                 let ints = cast.as_primitive::<Int64Type>();
-                for row in 0..ints.len() {
-                    if ints.is_null(row) {
-                        self.push_null();
-                    } else {
-                        self.push_number(ints.value(row) as f64);
-                        // keep full int64 precision rather than the f64 round trip
-                        if let ColumnValues::I64(v) = &mut self.values {
-                            *v.last_mut().unwrap() = ints.value(row);
-                        }
+                let ColumnValues::I64(v) = &mut self.values else {
+                    unreachable!()
+                };
+                // whole buffers, then the nulls' slots set as push_null sets them
+                let from = v.len();
+                v.extend_from_slice(ints.values());
+                extend_validity(&mut self.valid, ints.nulls(), ints.len());
+                if let Some(nulls) = ints.nulls() {
+                    for row in nulls
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, ok)| !ok)
+                        .map(|(r, _)| r)
+                    {
+                        v[from + row] = 0;
                     }
                 }
             }
@@ -309,16 +315,30 @@ impl ColumnBuf {
                 let ColumnValues::F64(v) = &mut self.values else {
                     unreachable!()
                 };
-                v.reserve(floats.len());
-                self.valid.reserve(floats.len());
-                for row in 0..floats.len() {
-                    let ok = floats.is_valid(row);
-                    v.push(if ok { floats.value(row) } else { f64::NAN });
-                    self.valid.push(ok);
+                let from = v.len();
+                v.extend_from_slice(floats.values());
+                extend_validity(&mut self.valid, floats.nulls(), floats.len());
+                if let Some(nulls) = floats.nulls() {
+                    for row in nulls
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, ok)| !ok)
+                        .map(|(r, _)| r)
+                    {
+                        v[from + row] = f64::NAN;
+                    }
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Appends `len` validity flags: all true without a null buffer.
+fn extend_validity(valid: &mut Vec<bool>, nulls: Option<&NullBuffer>, len: usize) {
+    match nulls {
+        None => valid.resize(valid.len() + len, true),
+        Some(n) => valid.extend(n.iter()),
     }
 }
 
@@ -621,6 +641,39 @@ mod tests {
                 assert_eq!(got.list(r), col.list(r), "{name} row {r}");
             }
         }
+    }
+
+    #[test]
+    fn arrays_appended_whole_keep_their_nulls_as_push_null_writes_them() {
+        let mut ints = ColumnBuf::new(ColumnKind::I64);
+        ints.push_number(9.0);
+        ints.append_arrow(&Int64Array::from(vec![Some(1), None, Some(i64::MAX)]))
+            .unwrap();
+        ints.append_arrow(&Int64Array::from(vec![4, 5])).unwrap();
+        assert_eq!(
+            ints.values,
+            ColumnValues::I64(vec![9, 1, 0, i64::MAX, 4, 5])
+        );
+        assert_eq!(ints.valid, [true, true, false, true, true, true]);
+        let mut floats = ColumnBuf::new(ColumnKind::F64);
+        floats
+            .append_arrow(&Float64Array::from(vec![None, Some(f64::NAN), Some(2.5)]))
+            .unwrap();
+        // ints into a float column: cast
+        floats
+            .append_arrow(&Int64Array::from(vec![Some(3), None]))
+            .unwrap();
+        let ColumnValues::F64(v) = &floats.values else {
+            panic!()
+        };
+        assert!(v[0].is_nan() && v[1].is_nan() && v[4].is_nan());
+        assert_eq!((v[2], v[3]), (2.5, 3.0));
+        assert_eq!(floats.valid, [false, true, true, true, false]);
+        assert_eq!((floats.scalar(0), floats.scalar(4)), (None, None));
+        assert!(
+            floats.scalar(1).unwrap().is_nan(),
+            "a NaN value is not a null"
+        );
     }
 
     #[test]
