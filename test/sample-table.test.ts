@@ -82,6 +82,21 @@ describe('sampleTable holds what samples() yields', () => {
     assert.deepEqual(t.texts('sample_id'), records.map((s) => s.sample_id));
   });
 
+  test('distinct texts: by bytes for a few values, by strings past 32; the same set either way', () => {
+    const reader = RunReader.open(built.dirs.multirank);
+    const t = reader.sampleTable({ columns: ['sample_id', 'group_id', 'prompt_text'] });
+    for (const name of ['sample_id', 'group_id', 'prompt_text']) {
+      const all = t.texts(name).filter((v) => v !== undefined);
+      const distinct = t.distinctTexts(name);
+      assert.deepEqual(distinct, [...new Set(all)], `${name}: in the order first met`);
+    }
+    assert.ok(t.distinctTexts('sample_id').length > 32, 'past the byte comparisons');
+    assert.ok(t.distinctTexts('group_id').length <= 32, 'within them');
+    assert.deepEqual(reader.sampleTextValues('capture_reason'), ['all']);
+    assert.deepEqual(reader.sampleTextValues('group_id', { rank: 1, stepRange: [0, 20] }), ['grp-0', 'grp-10', 'grp-20']);
+    assert.deepEqual(reader.sampleTextValues('no_such_column'), []);
+  });
+
   test('refusals name the column and what it holds', () => {
     const t = RunReader.open(built.dirs.closed).sampleTable({ columns: ['step', 'sample_id'] });
     const refused = (f: () => unknown, pattern: RegExp) =>

@@ -279,6 +279,15 @@ export class RunReader {
     return readSampleTableOf(this.sampleDirs(q.ranks), q, this.adapter);
   }
 
+  /**
+   * The distinct values of sample text column `column` (e.g. `capture_reason`), every rank,
+   * sorted; read as columns, no record per sample.
+   */
+  sampleTextValues(column: string, query: Omit<SampleQuery, 'columns'> = {}): string[] {
+    const t = this.sampleTable({ ...query, columns: [column] });
+    return t.has(column) ? t.distinctTexts(column).sort() : [];
+  }
+
   /** `samples()` one batch (array) at a time. */
   sampleBatches(query: SampleQuery = {}): Generator<StoredSampleRecord[], void, undefined> {
     const q = parseSampleQuery(query);
@@ -356,8 +365,14 @@ export class RunReader {
     if (span === null) return [];
     const ids = subtreeIds(this.spans({ root: span.root_id }), span.span_id);
     const steps = new Set<number>();
-    for (const s of this.samples({ rank: query.rank, columns: ['span_id', 'step'] })) {
-      if (s.span_id !== undefined && ids.has(s.span_id)) steps.add(s.step);
+    // the bulk pass as columns: no record per sample of the run
+    const t = this.sampleTable({ rank: query.rank, columns: ['span_id', 'step'] });
+    if (t.has('span_id') && t.has('step')) {
+      const step = t.numbers('step');
+      for (let r = 0; r < t.rows; r++) {
+        const id = t.text('span_id', r);
+        if (id !== undefined && ids.has(id) && t.isValid('step', r)) steps.add(step[r]);
+      }
     }
     if (steps.size === 0) return [];
     const q: SampleQuery = { ...query, steps: [...steps].sort((a, b) => a - b) };

@@ -26,6 +26,15 @@ export interface SampleTableColumn {
   valid?: Uint8Array;
 }
 
+/** Distinct values found by comparing bytes; more, and a Set of strings takes over. */
+const DISTINCT_BY_BYTES = 32;
+
+function sameBytes(a: Uint8Array, b: Uint8Array, start: number, end: number): boolean {
+  if (a.length !== end - start) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[start + i]) return false;
+  return true;
+}
+
 export class SampleTable {
   /** Matching samples: every rank in turn, in the order `samples()` yields them. */
   readonly rows: number;
@@ -93,6 +102,33 @@ export class SampleTable {
     const out = new Array<string | undefined>(this.rows);
     for (let r = 0; r < this.rows; r++) out[r] = this.text(name, r);
     return out;
+  }
+
+  /**
+   * The distinct texts of column `name`, in the order first met. A few distinct values
+   * (capture reasons, group ids) are found by comparing bytes, without a string per row.
+   */
+  distinctTexts(name: string): string[] {
+    const c = this.column(name);
+    if (c.kind !== 'text') throw new RlprobeError('RLPROBE_INVALID_QUERY', `sample column ${JSON.stringify(name)} holds ${c.kind}, not text`);
+    const bytes = c.bytes!;
+    const off = c.offsets!;
+    const seen: Array<{ bytes: Uint8Array; text: string }> = [];
+    let many: Set<string> | null = null;
+    for (let r = 0; r < this.rows; r++) {
+      if (c.valid !== undefined && c.valid[r] !== 1) continue;
+      const s = off[r];
+      const e = off[r + 1];
+      if (many !== null) {
+        many.add(bytes.toString('utf8', s, e));
+        continue;
+      }
+      if (seen.some((v) => sameBytes(v.bytes, bytes, s, e))) continue;
+      seen.push({ bytes: bytes.subarray(s, e), text: bytes.toString('utf8', s, e) });
+      // past a few values the byte comparisons cost more than a string per row
+      if (seen.length > DISTINCT_BY_BYTES) many = new Set(seen.map((v) => v.text));
+    }
+    return many !== null ? [...many] : seen.map((v) => v.text);
   }
 
   /** Row `row`'s list in column `name` (a copy); undefined where it has none. */

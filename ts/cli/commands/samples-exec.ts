@@ -17,17 +17,12 @@ import { formatSample, sampleJsonLine } from './sample-text.js';
 function checkReasons(reader: RunReader, reasons: readonly string[]): void {
   const own = [...new Set(reasons.filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r)))];
   if (own.length === 0) return;
-  const found = new Set<string>();
-  for (const s of reader.samples({ reason: own, columns: ['capture_reason'] })) {
-    found.add(s.capture_reason ?? '');
-    if (found.size === own.length) return;
-  }
+  const found = new Set(reader.sampleTextValues('capture_reason', { reason: own }));
   const unknown = own.find((r) => !found.has(r));
   if (unknown === undefined) return;
   // the error path only: every reason the run has, to list them
-  const inRun = new Set<string>();
-  for (const s of reader.samples({ columns: ['capture_reason'] })) if (s.capture_reason) inRun.add(s.capture_reason);
-  const valid = [...CAPTURE_REASONS, ...[...inRun].filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r)).sort()];
+  const inRun = reader.sampleTextValues('capture_reason').filter((r) => r !== '');
+  const valid = [...CAPTURE_REASONS, ...inRun.filter((r) => !(CAPTURE_REASONS as readonly string[]).includes(r))];
   throw new UsageError(`invalid --reason ${JSON.stringify(unknown)}: expected ${orList(valid)}`);
 }
 

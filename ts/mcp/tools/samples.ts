@@ -20,9 +20,7 @@ const DEFAULT_TEXT_CHARS = 300;
 
 /** The capture reasons a run's samples have (read only to explain an empty answer). */
 function reasonsOf(reader: RunReader): string[] {
-  const found = new Set<string>();
-  for (const s of reader.samples({ columns: ['capture_reason'] })) if (s.capture_reason) found.add(s.capture_reason);
-  return [...found].sort();
+  return reader.sampleTextValues('capture_reason').filter((r) => r !== '');
 }
 
 export const samples = defineTool({
