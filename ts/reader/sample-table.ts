@@ -2,7 +2,11 @@
  * Samples as columns (`RunReader.sampleTable`): the bulk read. Numbers arrive as one
  * Float64Array per column and texts as one UTF-8 buffer with offsets, so a million samples'
  * ids and rewards cost a few buffers, not a million records and strings. A text is decoded
- * when it is asked for; `row(i)` builds the same record `samples()` yields.
+ * when it is asked for; `row(i)` builds the same record `samples()` yields, except where
+ * one column holds different kinds in different files, which a table cannot: a column that
+ * is text in some file holds text (its numbers written as JS writes them), one mixing bools
+ * and numbers holds numbers, and an integer id past 2^53 keeps every digit (`samples()`
+ * reads it through a JS number).
  */
 import type { NativeSampleTable } from '../native.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
@@ -151,7 +155,7 @@ export class SampleTable {
       let v: unknown;
       if (c.kind === 'text') v = c.bytes!.toString('utf8', c.offsets![row], c.offsets![row + 1]);
       else if (c.kind === 'int_list' || c.kind === 'float_list') v = Array.from(c.values!.subarray(c.offsets![row], c.offsets![row + 1]));
-      else if (c.kind === 'bool') v = c.values![row] === 1;
+      else if (c.kind === 'bool') v = c.values![row] !== 0;
       else v = c.values![row];
       put(rec, v);
     }

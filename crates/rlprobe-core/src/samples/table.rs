@@ -58,7 +58,10 @@ impl ColumnKind {
             _ if dt.is_floating() => Some(ColumnKind::Float),
             DataType::Boolean => Some(ColumnKind::Bool),
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(ColumnKind::Text),
-            DataType::List(f) | DataType::LargeList(f) if f.data_type().is_integer() => {
+            // a list column holding only empty lists or nulls (pyarrow's list<null>)
+            DataType::List(f) | DataType::LargeList(f)
+                if f.data_type().is_integer() || f.data_type() == &DataType::Null =>
+            {
                 Some(ColumnKind::IntList)
             }
             DataType::List(f) | DataType::LargeList(f) if f.data_type().is_floating() => {
@@ -82,6 +85,10 @@ impl ColumnKind {
             _ if self == other => Some(self),
             _ if self.is_number() && other.is_number() => Some(ColumnKind::Float),
             _ if self.is_list() && other.is_list() => Some(ColumnKind::FloatList),
+            // a column that is text in some file: text, numbers written as JS writes them
+            (ColumnKind::Text, o) | (o, ColumnKind::Text) if o.is_number() => {
+                Some(ColumnKind::Text)
+            }
             _ => None,
         }
     }
@@ -215,7 +222,10 @@ impl SampleTable {
                     path: None,
                     source: None,
                 })?;
-                // numbers and list items are held as f64 already: only the label widens
+                if to == ColumnKind::Text && col.kind != ColumnKind::Text {
+                    col.values = numbers_as_text(col, name)?;
+                }
+                // numbers and list items are held as f64 already: otherwise only the label widens
                 col.kind = to;
             }
             return Ok(i);
@@ -226,6 +236,52 @@ impl SampleTable {
         touched.push(false);
         Ok(self.columns.len() - 1)
     }
+}
+
+/// A number column's cells as text, as JS writes them (`String(x)`; bools `true`/`false`).
+fn numbers_as_text(col: &TableColumn, name: &str) -> Result<ColumnValues> {
+    let ColumnValues::Numbers(v) = &col.values else {
+        return Err(Error::Internal {
+            what: format!("sample column `{name}`: only numbers become text"),
+        });
+    };
+    let mut bytes = Vec::new();
+    let mut offsets = vec![0u32];
+    for (x, ok) in v.iter().zip(&col.valid) {
+        if *ok == 1 {
+            let text = match col.kind {
+                ColumnKind::Bool => (if *x != 0.0 { "true" } else { "false" }).to_string(),
+                _ => js_number_text(*x),
+            };
+            bytes.extend_from_slice(text.as_bytes());
+        }
+        offsets.push(offset(bytes.len(), name)?);
+    }
+    Ok(ColumnValues::Text { bytes, offsets })
+}
+
+/// `String(x)` of a JS number: integers without `.0`, exponents past 1e21 and below 1e-6.
+pub fn js_number_text(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let a = x.abs();
+    if !(1e-6..1e21).contains(&a) {
+        // Rust's shortest digits; JS writes the exponent's sign
+        let e = format!("{x:e}");
+        return match e.split_once('e') {
+            Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
+            _ => e,
+        };
+    }
+    // Rust's Display is the shortest round-trip form, as JS's, without an exponent here
+    format!("{x}")
 }
 
 /// The kind a batch column is read as: the format's for its own columns.
@@ -253,12 +309,12 @@ fn cast(array: &ArrayRef, to: &DataType, name: &str) -> Result<ArrayRef> {
 
 fn append_array(col: &mut TableColumn, array: &ArrayRef) -> Result<()> {
     let name = col.name.clone();
-    let start_nulls = array.null_count();
-    col.nulls += start_nulls;
     match &mut col.values {
         ColumnValues::Numbers(values) => {
             let a = cast(array, &DataType::Float64, &name)?;
             let a = a.as_primitive::<Float64Type>();
+            // after the cast: a value it could not read is a null too
+            col.nulls += a.null_count();
             values.reserve(a.len());
             col.valid.reserve(a.len());
             for i in 0..a.len() {
@@ -268,8 +324,25 @@ fn append_array(col: &mut TableColumn, array: &ArrayRef) -> Result<()> {
             }
         }
         ColumnValues::Text { bytes, offsets } => {
+            let dt = array.data_type();
+            if dt.is_floating() {
+                // as JS writes the number (3, not Arrow's 3.0): what samples() gives
+                let a = cast(array, &DataType::Float64, &name)?;
+                let a = a.as_primitive::<Float64Type>();
+                col.nulls += a.null_count();
+                for i in 0..a.len() {
+                    let ok = a.is_valid(i);
+                    if ok {
+                        bytes.extend_from_slice(js_number_text(a.value(i)).as_bytes());
+                    }
+                    offsets.push(offset(bytes.len(), &name)?);
+                    col.valid.push(ok as u8);
+                }
+                return Ok(());
+            }
             let a = cast(array, &DataType::Utf8, &name)?;
             let a = a.as_string::<i32>();
+            col.nulls += a.null_count();
             for i in 0..a.len() {
                 let ok = a.is_valid(i);
                 if ok {
@@ -283,6 +356,7 @@ fn append_array(col: &mut TableColumn, array: &ArrayRef) -> Result<()> {
             let item = Arc::new(Field::new("item", DataType::Float64, true));
             let a = cast(array, &DataType::List(item), &name)?;
             let l = a.as_list::<i32>();
+            col.nulls += l.null_count();
             let inner = l.values().as_primitive::<Float64Type>();
             let o = l.value_offsets();
             for i in 0..l.len() {
@@ -317,7 +391,8 @@ pub fn read_sample_table(
             SampleCursor::open(dir, filter.clone(), columns.map(<[String]>::to_vec), 16_384)?;
         let mut cursor = PrefetchCursor::start(cursor)?;
         while let Some(b) = cursor.next_batch()? {
-            table.append(&b, Some(*rank))?;
+            // a column whose kinds cannot meet: named with the directory it was met in
+            table.append(&b, Some(*rank)).map_err(|e| e.in_file(dir))?;
         }
     }
     Ok(table)
@@ -464,29 +539,101 @@ mod tests {
     }
 
     #[test]
-    fn a_column_that_is_text_in_one_file_and_numbers_in_another_is_refused_by_name() {
+    fn mixed_kinds_meet_as_samples_reads_them_and_lists_against_numbers_are_refused_by_name() {
         let mut t = SampleTable::default();
+        let one = |name: &str, a: ArrayRef| batch(vec![(name, a)]);
+        t.append(&one("extra.x", Arc::new(Int64Array::from(vec![1]))), None)
+            .unwrap();
         t.append(
-            &batch(vec![(
-                "extra.x",
-                Arc::new(Int64Array::from(vec![1])) as ArrayRef,
-            )]),
+            &one("extra.x", Arc::new(Float64Array::from(vec![2.5]))),
             None,
         )
         .unwrap();
+        // text in a later file: the column becomes text, its numbers as JS writes them
+        t.append(
+            &one("extra.x", Arc::new(StringArray::from(vec!["three"]))),
+            None,
+        )
+        .unwrap();
+        t.append(
+            &one("extra.x", Arc::new(Float64Array::from(vec![4.0, 1e21]))),
+            None,
+        )
+        .unwrap();
+        t.append(
+            &one("extra.x", Arc::new(BooleanArray::from(vec![true]))),
+            None,
+        )
+        .unwrap();
+        let x = col(&t, "extra.x");
+        assert_eq!(x.kind, ColumnKind::Text);
+        assert_eq!(
+            texts(x),
+            ["1", "2.5", "three", "4", "1e+21", "true"].map(|s| Some(s.to_string()))
+        );
+        // a float id (pandas' int column with a gap) reads as JS writes it: 3, not 3.0
+        let mut ids = SampleTable::default();
+        ids.append(
+            &one(
+                "group_id",
+                Arc::new(Float64Array::from(vec![Some(3.0), None, Some(0.5)])),
+            ),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            texts(col(&ids, "group_id")),
+            [Some("3".to_string()), None, Some("0.5".to_string())]
+        );
+        assert_eq!(col(&ids, "group_id").nulls, 1);
+        // a list against numbers cannot meet: refused, naming the column and both kinds
+        let tokens = ListArray::from_iter_primitive::<Int64Type, _, _>(vec![Some(vec![Some(1)])]);
         let e = t
-            .append(
-                &batch(vec![(
-                    "extra.x",
-                    Arc::new(StringArray::from(vec!["one"])) as ArrayRef,
-                )]),
-                None,
-            )
+            .append(&one("extra.x", Arc::new(tokens)), None)
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("`extra.x`") && e.contains("int") && e.contains("text"),
+            e.contains("`extra.x`") && e.contains("text") && e.contains("int_list"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_list_column_of_only_empty_lists_is_kept() {
+        use arrow::array::new_empty_array;
+        use arrow::buffer::OffsetBuffer;
+        let item = Arc::new(Field::new("item", DataType::Null, true));
+        let empty = ListArray::new(
+            item,
+            OffsetBuffer::from_lengths([0, 0]),
+            new_empty_array(&DataType::Null),
+            Some(vec![true, false].into()),
+        );
+        let mut t = SampleTable::default();
+        t.append(
+            &batch(vec![("completion_token_ids", Arc::new(empty) as ArrayRef)]),
+            None,
+        )
+        .unwrap();
+        let c = col(&t, "completion_token_ids");
+        assert_eq!(c.kind, ColumnKind::IntList);
+        assert_eq!(c.valid, [1, 0]);
+        assert_eq!(c.nulls, 1);
+    }
+
+    #[test]
+    fn numbers_are_written_as_js_writes_them() {
+        for (x, js) in [
+            (3.0, "3"),
+            (-0.0, "0"),
+            (0.1, "0.1"),
+            (1e-7, "1e-7"),
+            (1.5e300, "1.5e+300"),
+            (123456789012.5, "123456789012.5"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(js_number_text(x), js, "{x}");
+        }
     }
 }
