@@ -66,6 +66,11 @@ export declare class NativeSampleCursor {
   constructor(runDir: string, filter: NativeSampleFilter, columns: Array<string> | undefined | null, batchRows: number)
   /** The next batch of matching samples, or null when done. */
   next(): NativeSampleBatch | null
+  /**
+   * Stops the read now (a loop left early): its threads end and let go of the files
+   * instead of waiting for the collector. `next` then returns null.
+   */
+  close(): void
   /** Row groups skipped unread by their step statistics so far. */
   get rowGroupsSkipped(): number
 }

@@ -4,6 +4,7 @@
  * with late columns), and for each filter; then its accessors and their refusals.
  */
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { RlprobeError, RunReader } from '../ts/index.js';
@@ -95,6 +96,16 @@ describe('sampleTable holds what samples() yields', () => {
     assert.deepEqual(reader.sampleTextValues('capture_reason'), ['all']);
     assert.deepEqual(reader.sampleTextValues('group_id', { rank: 1, stepRange: [0, 20] }), ['grp-0', 'grp-10', 'grp-20']);
     assert.deepEqual(reader.sampleTextValues('no_such_column'), []);
+  });
+
+  test('a samples() loop left early lets go of the files at once, not when the collector runs', async () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const reader = RunReader.open(built.dirs.closed);
+    const before = fds();
+    for (const _ of reader.samples({ batchRows: 1 })) break;
+    const deadline = Date.now() + 5_000;
+    while (fds() > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(fds() <= before, `${fds() - before} files still open after the loop ended`);
   });
 
   test('refusals name the column and what it holds', () => {

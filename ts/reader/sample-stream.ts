@@ -95,11 +95,16 @@ export function* streamSampleBatches(
   const columns = q.columns?.map((c) => adapter.physicalSampleColumn(c));
   for (const { rank, dir } of dirs) {
     const cursor = native(() => new NativeSampleCursor(dir, filter, columns, q.batchRows));
-    for (;;) {
-      const batch = native(() => cursor.next());
-      if (batch === null || batch === undefined) break;
-      if (adapter.migrated) for (const c of batch.columns) c.name = adapter.currentSampleColumn(c.name);
-      yield sampleRowsOf(batch, rank);
+    try {
+      for (;;) {
+        const batch = native(() => cursor.next());
+        if (batch === null || batch === undefined) break;
+        if (adapter.migrated) for (const c of batch.columns) c.name = adapter.currentSampleColumn(c.name);
+        yield sampleRowsOf(batch, rank);
+      }
+    } finally {
+      // a loop left early: the reading threads stop now, not when the collector finds the cursor
+      cursor.close();
     }
   }
 }

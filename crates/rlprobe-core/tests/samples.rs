@@ -570,14 +570,23 @@ fn a_cursor_read_ahead_reports_a_damaged_file_and_stops_and_a_dropped_one_ends_i
         "still reading ahead"
     );
     drop(c);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !ended.load(std::sync::atomic::Ordering::Acquire) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the reading thread outlived its cursor"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let until_ended = |ended: std::sync::Arc<std::sync::atomic::AtomicBool>, what: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !ended.load(std::sync::atomic::Ordering::Acquire) {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    until_ended(ended, "the reading threads outlived their cursor");
+
+    // closed after one batch (a loop left early): the threads end while the cursor lives
+    let mut c =
+        PrefetchCursor::start(SampleCursor::open(&dir, SampleFilter::default(), None, 10).unwrap())
+            .unwrap();
+    assert!(c.next_batch().unwrap().is_some());
+    c.close();
+    assert!(c.next_batch().unwrap().is_none(), "nothing after close");
+    until_ended(c.thread_ended(), "the reading threads outlived close()");
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! and turns them into values (JS strings and numbers). On 2 cores the files' decoding
 //! (zstd, then the filter) is most of a read; one thread left a core idle.
 //!
-//! The caller hands out files as jobs, each with a small channel of its own, and keeps
-//! `WINDOW` of them in flight; it reads the channels in file order. Memory stays bounded:
-//! at most `WINDOW` files × `AHEAD` batches wait. A worker blocked on a later file's full
+//! The caller hands out files as jobs, each with a small channel of its own, and keeps one
+//! more file in flight than there are threads; it reads the channels in file order. Memory
+//! stays bounded: at most (threads + 1) files × `AHEAD` batches wait. A worker blocked on a later file's full
 //! channel cannot stall an earlier one: jobs are taken in order, so every earlier file is
 //! already with a worker (or done).
 
@@ -166,7 +166,8 @@ impl PrefetchCursor {
             jobs: Some(jobs_tx),
             pending,
             in_flight: VecDeque::new(),
-            window: 2 * started,
+            // one file per thread, and the next one ready as the front one ends
+            window: started + 1,
             inline: None,
             skipped,
             finished: false,
@@ -229,6 +230,12 @@ impl PrefetchCursor {
         Ok(())
     }
 
+    /// Stops reading: the threads end at their next batch, and let go of their files.
+    pub fn close(&mut self) {
+        self.stop();
+        self.inline = None;
+    }
+
     fn stop(&mut self) {
         self.finished = true;
         self.jobs = None;
@@ -287,7 +294,8 @@ impl PrefetchCursor {
         }
     }
 
-    /// Row groups skipped unread by their step statistics, by the reading threads so far.
+    /// Row groups skipped unread by their step statistics. The threads count a file's as
+    /// they open it, ahead of the caller: final once the cursor is done.
     pub fn row_groups_skipped(&self) -> u64 {
         self.skipped.load(Ordering::Acquire)
     }
