@@ -308,14 +308,21 @@ fn read_row_shares(
     if shares.len() <= 1 {
         return read_column_group(sources, columns, rows);
     }
-    let tables = on_threads(&shares, |share| {
-        read_row_share(sources, columns, share, rows)
+    let numbered: Vec<(usize, RowShare)> = shares.into_iter().enumerate().collect();
+    let tables = on_threads(&numbered, |(n, share)| {
+        // the first share makes room for every row: the others are appended to it
+        let capacity = if *n == 0 { Some(rows) } else { None };
+        read_row_share(sources, columns, share, capacity)
     });
+    // any error (a damaged file, kinds that disagree between files): the read on one thread
+    // gives it, naming the file it meets first, as a read of every column would
+    let Ok(tables) = tables.into_iter().collect::<Result<Vec<Table>>>() else {
+        return read_column_group(sources, columns, rows);
+    };
     let mut tables = tables.into_iter();
-    let mut merged = tables.next().expect("two shares or more")?;
+    let mut merged = tables.next().expect("two shares or more");
     for t in tables {
-        if merged.append_table(t?).is_err() {
-            // a column whose kinds disagree between files: the read on one thread names the file
+        if merged.append_table(t).is_err() {
             return read_column_group(sources, columns, rows);
         }
     }
@@ -375,13 +382,12 @@ fn row_shares(sources: &TableSources, threads: usize, rows: usize) -> Vec<RowSha
     shares
 }
 
-/// One row share read into a table; the first share makes room for every row (the others
-/// are appended to it).
+/// One row share read into a table, with room for `capacity` rows (None: its own).
 fn read_row_share(
     sources: &TableSources,
     columns: Option<&[String]>,
     share: &RowShare,
-    rows: usize,
+    capacity: Option<usize>,
 ) -> Result<Table> {
     let share_rows: usize = share
         .iter()
@@ -393,11 +399,8 @@ fn read_row_share(
                 .sum::<usize>()
         })
         .sum();
-    let first = share
-        .first()
-        .is_some_and(|(i, g)| *i == 0 && g.first() == Some(&0));
     let mut table = Table {
-        capacity_hint: if first { rows } else { share_rows },
+        capacity_hint: capacity.unwrap_or(share_rows),
         ..Table::default()
     };
     for (i, groups) in share {
