@@ -331,7 +331,7 @@ impl CheckedFile {
     }
 
     /// `read_range`, leaving its error in the damage slot too.
-    fn read_checked(&self, start: u64, end: u64) -> Result<Vec<u8>> {
+    fn read_checked(&self, start: u64, end: u64) -> Result<Bytes> {
         self.read_range(start, end).inspect_err(|e| {
             *self.damage.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
         })
@@ -342,7 +342,7 @@ impl CheckedFile {
     }
 
     /// Bytes `[start, end)`, each checksummed block among them verified.
-    fn read_range(&self, start: u64, end: u64) -> Result<Vec<u8>> {
+    fn read_range(&self, start: u64, end: u64) -> Result<Bytes> {
         if end > self.len {
             return Err(Error::corrupt(
                 &self.path,
@@ -353,29 +353,18 @@ impl CheckedFile {
             ));
         }
         let Some(sums) = &self.sums else {
-            return self.read(start, end - start);
+            return self.read(start, end - start).map(Bytes::from);
         };
         let checked_end = end.min(sums.data_len);
+        if start < checked_end && end == checked_end {
+            // all of it checked (a column chunk): the blocks read are handed on as they are,
+            // a view of the range, without copying megabytes a second time
+            let (from, bytes) = self.read_verified_blocks(sums, start, checked_end)?;
+            return Ok(Bytes::from(bytes).slice((start - from) as usize..(end - from) as usize));
+        }
         let mut out = Vec::with_capacity((end - start) as usize);
         if start < checked_end {
-            let first = start / sums.block;
-            let from = first * sums.block;
-            let to = ((checked_end - 1) / sums.block + 1) * sums.block;
-            let to = to.min(sums.data_len);
-            let bytes = self.read(from, to - from)?;
-            for (i, chunk) in bytes.chunks(sums.block as usize).enumerate() {
-                let b = first as usize + i;
-                if crc32fast::hash(chunk) != sums.blocks[b] {
-                    let at = b as u64 * sums.block;
-                    return Err(Error::corrupt(
-                        &self.path,
-                        format!(
-                            "checksum mismatch in bytes {at}..{}",
-                            at + chunk.len() as u64
-                        ),
-                    ));
-                }
-            }
+            let (from, bytes) = self.read_verified_blocks(sums, start, checked_end)?;
             out.extend_from_slice(&bytes[(start - from) as usize..(checked_end - from) as usize]);
         }
         if end > checked_end {
@@ -383,7 +372,35 @@ impl CheckedFile {
             let from = start.max(checked_end);
             out.extend_from_slice(&self.read(from, end - from)?);
         }
-        Ok(out)
+        Ok(Bytes::from(out))
+    }
+
+    /// The whole blocks covering `[start, end)` (`end` within the checked data), each
+    /// verified, and the offset of the first.
+    fn read_verified_blocks(
+        &self,
+        sums: &BlockChecksums,
+        start: u64,
+        end: u64,
+    ) -> Result<(u64, Vec<u8>)> {
+        let first = start / sums.block;
+        let from = first * sums.block;
+        let to = (((end - 1) / sums.block + 1) * sums.block).min(sums.data_len);
+        let bytes = self.read(from, to - from)?;
+        for (i, chunk) in bytes.chunks(sums.block as usize).enumerate() {
+            let b = first as usize + i;
+            if crc32fast::hash(chunk) != sums.blocks[b] {
+                let at = b as u64 * sums.block;
+                return Err(Error::corrupt(
+                    &self.path,
+                    format!(
+                        "checksum mismatch in bytes {at}..{}",
+                        at + chunk.len() as u64
+                    ),
+                ));
+            }
+        }
+        Ok((from, bytes))
     }
 }
 
@@ -422,7 +439,7 @@ impl ChunkReader for CheckedFile {
         Ok(CheckedRead {
             source: self.clone_handle(),
             pos: start,
-            buf: Vec::new(),
+            buf: Bytes::new(),
             buf_start: start,
         })
     }
@@ -430,7 +447,6 @@ impl ChunkReader for CheckedFile {
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         // through the decoder and back out as this file's report (`Error::reading`)
         self.read_checked(start, start + length as u64)
-            .map(Bytes::from)
             .map_err(|e| ParquetError::External(Box::new(e)))
     }
 }
@@ -451,7 +467,7 @@ impl CheckedFile {
 pub struct CheckedRead {
     source: CheckedFile,
     pos: u64,
-    buf: Vec<u8>,
+    buf: Bytes,
     buf_start: u64,
 }
 
