@@ -289,20 +289,7 @@ impl ColumnBuf {
                 let ColumnValues::I64(v) = &mut self.values else {
                     unreachable!()
                 };
-                // whole buffers, then the nulls' slots set as push_null sets them
-                let from = v.len();
-                v.extend_from_slice(ints.values());
-                extend_validity(&mut self.valid, ints.nulls(), ints.len());
-                if let Some(nulls) = ints.nulls() {
-                    for row in nulls
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, ok)| !ok)
-                        .map(|(r, _)| r)
-                    {
-                        v[from + row] = 0;
-                    }
-                }
+                extend_whole(v, &mut self.valid, ints.values(), ints.nulls(), 0);
             }
             ColumnKind::F64 => {
                 let cast = arrow::compute::cast(array, &DataType::Float64).map_err(|e| {
@@ -315,30 +302,40 @@ impl ColumnBuf {
                 let ColumnValues::F64(v) = &mut self.values else {
                     unreachable!()
                 };
-                let from = v.len();
-                v.extend_from_slice(floats.values());
-                extend_validity(&mut self.valid, floats.nulls(), floats.len());
-                if let Some(nulls) = floats.nulls() {
-                    for row in nulls
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, ok)| !ok)
-                        .map(|(r, _)| r)
-                    {
-                        v[from + row] = f64::NAN;
-                    }
-                }
+                extend_whole(
+                    v,
+                    &mut self.valid,
+                    floats.values(),
+                    floats.nulls(),
+                    f64::NAN,
+                );
             }
         }
         Ok(())
     }
 }
 
-/// Appends `len` validity flags: all true without a null buffer.
-fn extend_validity(valid: &mut Vec<bool>, nulls: Option<&NullBuffer>, len: usize) {
+/// Appends an Arrow array's values as one buffer and its validity, then sets the nulls'
+/// slots to `null` (what `push_null` writes), so a null never shows a stale value.
+fn extend_whole<T: Copy>(
+    values: &mut Vec<T>,
+    valid: &mut Vec<bool>,
+    from: &[T],
+    nulls: Option<&NullBuffer>,
+    null: T,
+) {
+    let start = values.len();
+    values.extend_from_slice(from);
     match nulls {
-        None => valid.resize(valid.len() + len, true),
-        Some(n) => valid.extend(n.iter()),
+        None => valid.resize(valid.len() + from.len(), true),
+        Some(n) => {
+            valid.extend(n.iter());
+            for (slot, ok) in values[start..].iter_mut().zip(n.iter()) {
+                if !ok {
+                    *slot = null;
+                }
+            }
+        }
     }
 }
 

@@ -324,32 +324,29 @@ fn append_array(col: &mut TableColumn, array: &ArrayRef) -> Result<()> {
             }
         }
         ColumnValues::Text { bytes, offsets } => {
-            let dt = array.data_type();
-            if dt.is_floating() {
+            let mut push = |text: Option<&str>| -> Result<()> {
+                if let Some(t) = text {
+                    bytes.extend_from_slice(t.as_bytes());
+                }
+                offsets.push(offset(bytes.len(), &name)?);
+                col.valid.push(text.is_some() as u8);
+                Ok(())
+            };
+            if array.data_type().is_floating() {
                 // as JS writes the number (3, not Arrow's 3.0): what samples() gives
                 let a = cast(array, &DataType::Float64, &name)?;
                 let a = a.as_primitive::<Float64Type>();
                 col.nulls += a.null_count();
                 for i in 0..a.len() {
-                    let ok = a.is_valid(i);
-                    if ok {
-                        bytes.extend_from_slice(js_number_text(a.value(i)).as_bytes());
-                    }
-                    offsets.push(offset(bytes.len(), &name)?);
-                    col.valid.push(ok as u8);
+                    push(a.is_valid(i).then(|| js_number_text(a.value(i))).as_deref())?;
                 }
-                return Ok(());
-            }
-            let a = cast(array, &DataType::Utf8, &name)?;
-            let a = a.as_string::<i32>();
-            col.nulls += a.null_count();
-            for i in 0..a.len() {
-                let ok = a.is_valid(i);
-                if ok {
-                    bytes.extend_from_slice(a.value(i).as_bytes());
+            } else {
+                let a = cast(array, &DataType::Utf8, &name)?;
+                let a = a.as_string::<i32>();
+                col.nulls += a.null_count();
+                for i in 0..a.len() {
+                    push(a.is_valid(i).then(|| a.value(i)))?;
                 }
-                offsets.push(offset(bytes.len(), &name)?);
-                col.valid.push(ok as u8);
             }
         }
         ColumnValues::List { items, offsets } => {
