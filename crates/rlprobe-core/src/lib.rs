@@ -42,6 +42,7 @@ pub mod steps_files;
 pub mod stream_files;
 pub mod synth;
 pub mod table;
+pub(crate) mod threads;
 pub mod wire_cursor;
 pub mod writer;
 

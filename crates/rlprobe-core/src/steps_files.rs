@@ -283,7 +283,7 @@ fn read_column_shares(
     let groups: Vec<Vec<String>> = (0..threads)
         .map(|t| names.iter().skip(t).step_by(threads).cloned().collect())
         .collect();
-    let tables = on_threads(&groups, |g| {
+    let tables = crate::threads::on_threads(&groups, |g| {
         read_column_group(sources, Some(g.as_slice()), rows)
     });
     let mut merged = Table::default();
@@ -309,7 +309,7 @@ fn read_row_shares(
         return read_column_group(sources, columns, rows);
     }
     let numbered: Vec<(usize, RowShare)> = shares.into_iter().enumerate().collect();
-    let tables = on_threads(&numbered, |(n, share)| {
+    let tables = crate::threads::on_threads(&numbered, |(n, share)| {
         // the first share makes room for every row: the others are appended to it
         let capacity = if *n == 0 { Some(rows) } else { None };
         read_row_share(sources, columns, share, capacity)
@@ -327,32 +327,6 @@ fn read_row_shares(
         }
     }
     Ok(merged)
-}
-
-/// Runs `read` on each item on a thread of its own (scoped), results in item order. A
-/// thread the system refuses (a pids limit) is read on the calling thread.
-fn on_threads<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    std::thread::scope(|scope| {
-        let read = &read;
-        let handles: Vec<_> = items
-            .iter()
-            .map(|item| {
-                std::thread::Builder::new()
-                    .name("rlprobe-step-read".into())
-                    .spawn_scoped(scope, move || read(item))
-                    .map_err(|_| item)
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(item) => read(item),
-            })
-            .collect()
-    })
 }
 
 /// Row groups of one file a row share reads, by index into `sources`.

@@ -154,8 +154,7 @@ pub fn open_sample_sources(run_dir: &Path) -> Result<SampleSources> {
 /// opens thousands (1,954 at 1M steps), each a read and a parse of ~30 KB.
 const PARALLEL_OPEN_MIN: usize = 64;
 
-/// `ParquetFile::open` of each path, in order; on up to 4 threads for many files. A thread
-/// the system refuses leaves its share to the calling thread.
+/// `ParquetFile::open` of each path, in order; on up to 4 threads for many files.
 fn open_all(paths: Vec<&Path>) -> Vec<Result<ParquetFile>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     open_all_on(paths, threads, PARALLEL_OPEN_MIN)
@@ -166,32 +165,16 @@ fn open_all_on(paths: Vec<&Path>, threads: usize, min: usize) -> Vec<Result<Parq
         return paths.into_iter().map(ParquetFile::open).collect();
     }
     let chunk = paths.len().div_ceil(threads);
-    let open = |share: &[&Path]| {
+    let shares: Vec<&[&Path]> = paths.chunks(chunk).collect();
+    crate::threads::on_threads(&shares, |share| {
         share
             .iter()
             .map(|p| ParquetFile::open(p))
             .collect::<Vec<_>>()
-    };
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|share| {
-                std::thread::Builder::new()
-                    .name("rlprobe-open-shards".into())
-                    .spawn_scoped(scope, move || open(share))
-                    .map_err(|_| share)
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| match h {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(share) => open(share),
-            })
-            .collect()
     })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn try_open(run_dir: &Path) -> Result<SampleSources> {
