@@ -25,3 +25,103 @@ fn trim() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn trim() {}
+
+/// Buffers from which huge pages are asked for: at least one whole 2 MiB page inside.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// Asks the kernel to back the 2 MiB-aligned interior of a large buffer that is about to be
+/// filled whole (a column of a step read) with transparent huge pages. A fresh buffer is
+/// zeroed by the kernel a page at a time on first touch: at 4 KiB pages, a 1M-step table
+/// (376 MB) takes ~92,000 faults, 15-26% of the read; with 2 MiB pages, a few hundred. Under
+/// `madvise` mode (the common default) nothing else in the process is affected; under
+/// `never` the advice is ignored. Advice only: an error changes nothing and is not reported.
+pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
+    if bytes < HUGE_PAGE_MIN_BYTES {
+        return;
+    }
+    advise(ptr as usize, bytes);
+}
+
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The whole 2 MiB pages inside `bytes` bytes from `start` (start, length), if any.
+fn huge_page_range(start: usize, bytes: usize) -> Option<(usize, usize)> {
+    let first = start.div_ceil(HUGE_PAGE) * HUGE_PAGE;
+    let end = (start + bytes) / HUGE_PAGE * HUGE_PAGE;
+    (end > first).then(|| (first, end - first))
+}
+
+#[cfg(target_os = "linux")]
+fn advise(start: usize, bytes: usize) {
+    if let Some((first, len)) = huge_page_range(start, bytes) {
+        // SAFETY: the range lies inside a live allocation of ours; MADV_HUGEPAGE changes
+        // how its pages are backed, never their contents
+        unsafe {
+            libc::madvise(first as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise(_start: usize, _bytes: usize) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_huge_pages_inside_the_buffer_are_advised() {
+        let mb = 1 << 20;
+        assert_eq!(huge_page_range(16, 4 * mb), Some((2 * mb, 2 * mb)));
+        assert_eq!(huge_page_range(2 * mb, 4 * mb), Some((2 * mb, 4 * mb)));
+        assert_eq!(huge_page_range(16, 2 * mb), None);
+        assert_eq!(huge_page_range(0, 0), None);
+    }
+
+    /// The kernel's view of the mapping that holds `addr` (from /proc/self/smaps).
+    #[cfg(target_os = "linux")]
+    fn smaps_entry(addr: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut entry: Option<String> = None;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    if entry.is_some() {
+                        break;
+                    }
+                    if (a..b).contains(&addr) {
+                        entry = Some(String::new());
+                    }
+                    continue;
+                }
+            }
+            if let Some(e) = &mut entry {
+                e.push_str(line);
+                e.push('\n');
+            }
+        }
+        entry
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_large_column_is_backed_by_huge_pages_where_the_kernel_allows() {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        if !mode.contains("[madvise]") && !mode.contains("[always]") {
+            eprintln!("transparent huge pages off here ({mode:?}): nothing to check");
+            return;
+        }
+        let col = crate::table::ColumnBuf::with_capacity(crate::schema::ColumnKind::F64, 1 << 20);
+        let crate::table::ColumnValues::F64(v) = &col.values else {
+            unreachable!()
+        };
+        let (first, _) = huge_page_range(v.as_ptr() as usize, v.capacity() * 8).unwrap();
+        let entry = smaps_entry(first).expect("the buffer is mapped");
+        // `hg`: the mapping carries MADV_HUGEPAGE
+        let flags = entry.lines().find(|l| l.starts_with("VmFlags:")).unwrap_or("");
+        assert!(flags.split_whitespace().any(|f| f == "hg"), "{entry}");
+    }
+}

@@ -33,6 +33,11 @@ pub enum ColumnValues {
     },
 }
 
+/// Huge pages for the room a large column was made with (memory.rs says why).
+fn advise_huge_pages<T>(v: &Vec<T>) {
+    crate::memory::advise_huge_pages(v.as_ptr().cast(), v.capacity() * std::mem::size_of::<T>());
+}
+
 /// One growable column with its validity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnBuf {
@@ -60,10 +65,17 @@ impl ColumnBuf {
                 }
             }
         };
-        ColumnBuf {
+        let buf = ColumnBuf {
             values,
             valid: Vec::with_capacity(rows),
+        };
+        // a reader sizes a column from the footers and fills it whole
+        match &buf.values {
+            ColumnValues::F64(v) => advise_huge_pages(v),
+            ColumnValues::I64(v) => advise_huge_pages(v),
+            ColumnValues::ListF64 { .. } => {}
         }
+        buf
     }
 
     pub fn kind(&self) -> ColumnKind {
