@@ -24,6 +24,7 @@ pub mod atomic;
 pub mod checksums;
 pub mod columns_file;
 pub mod compact;
+pub mod direct_read;
 pub mod encoding;
 pub mod error;
 pub mod events;

@@ -207,16 +207,21 @@ impl ParquetFile {
         &self,
         batch_rows: usize,
     ) -> Result<ParquetRecordBatchReaderBuilder<CheckedFile>> {
-        let checked = CheckedFile::new(
+        Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self.checked()?,
+            self.footer.meta.clone(),
+        )
+        .with_batch_size(batch_rows))
+    }
+
+    /// The file's bytes, each block verified before it is served.
+    pub fn checked(&self) -> Result<CheckedFile> {
+        CheckedFile::new(
             &self.file,
             &self.path,
             self.len,
             self.footer.checksums.clone(),
             Arc::clone(&self.damage),
-        )?;
-        Ok(
-            ParquetRecordBatchReaderBuilder::new_with_metadata(checked, self.footer.meta.clone())
-                .with_batch_size(batch_rows),
         )
     }
 
@@ -242,30 +247,63 @@ impl ParquetFile {
         self.read_groups_into(table, columns, None)
     }
 
-    /// `read_into` of only row groups `groups` (None: all), in that order.
+    /// `read_into` of only row groups `groups` (None: all), in that order. Number columns
+    /// are decoded by direct_read.rs, the others by the Arrow reader.
     pub fn read_groups_into(
         &self,
         table: &mut Table,
         columns: Option<&[String]>,
         groups: Option<&[usize]>,
     ) -> Result<()> {
-        let mut b = self.reader(65_536)?;
-        if let Some(g) = groups {
-            b = b.with_row_groups(g.to_vec());
+        self.read_groups_with(table, columns, groups, true)
+    }
+
+    /// `read_groups_into`, with the Arrow reader for every column when `direct` is false
+    /// (the tests hold one read to the other).
+    pub(crate) fn read_groups_with(
+        &self,
+        table: &mut Table,
+        columns: Option<&[String]>,
+        groups: Option<&[usize]>,
+        direct: bool,
+    ) -> Result<()> {
+        let meta = self.metadata();
+        let groups: Vec<usize> = match groups {
+            Some(g) => g.to_vec(),
+            None => (0..meta.num_row_groups()).collect(),
+        };
+        let schema = self.schema();
+        let start = table.rows;
+        let planned = if direct {
+            crate::direct_read::plan(meta, &schema, columns, &groups, table)
+        } else {
+            Vec::new()
+        };
+        if !planned.is_empty() {
+            crate::direct_read::read(self, &planned, &groups, table)?;
         }
-        if let Some(cols) = columns {
-            let mask = ProjectionMask::roots(
-                b.parquet_schema(),
-                column_indices(b.schema(), |n| cols.iter().any(|c| c == n)),
-            );
-            b = b.with_projection(mask);
+        let rest: Vec<usize> = column_indices(&schema, |n| {
+            columns.is_none_or(|c| c.iter().any(|c| c == n)) && !planned.iter().any(|p| p.name == n)
+        });
+        if !rest.is_empty() {
+            let b = self.reader(65_536)?.with_row_groups(groups.clone());
+            let mask = ProjectionMask::roots(b.parquet_schema(), rest);
+            for batch in b
+                .with_projection(mask)
+                .build()
+                .map_err(|e| self.damaged(e))?
+            {
+                let batch = batch.map_err(|e| self.damaged(e))?;
+                table
+                    .append_batch(&batch)
+                    .map_err(|e| e.in_file(&self.path))?;
+            }
         }
-        for batch in b.build().map_err(|e| self.damaged(e))? {
-            let batch = batch.map_err(|e| self.damaged(e))?;
-            table
-                .append_batch(&batch)
-                .map_err(|e| e.in_file(&self.path))?;
-        }
+        let rows: usize = groups
+            .iter()
+            .map(|&g| meta.row_group(g).num_rows().max(0) as usize)
+            .sum();
+        table.finish_rows(start + rows);
         Ok(())
     }
 }

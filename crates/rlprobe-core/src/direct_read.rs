@@ -1,0 +1,941 @@
+//! The table reader's own decoder for number columns: a top-level float64 or int64 column,
+//! optional or required, in data pages v1 or v2, PLAIN, BYTE_STREAM_SPLIT or dictionary
+//! encoded, zstd-compressed or not — every step column rlprobe and Python rlprobe write.
+//!
+//! Why not the Arrow reader: at a million steps it makes a zstd context per page and
+//! decompresses through its window, decodes into Arrow arrays of 65,536 rows, and the table
+//! copies them once more. Here one zstd context serves a whole file, a page is decompressed
+//! in one call into a reused buffer, and its values go straight into the table's column.
+//! Everything else (other codecs, encodings, types, lists) still goes through the Arrow
+//! reader: `plan` decides per column from the footer, before a byte is read. Pages are read
+//! through `CheckedFile` (block checksums) and the parquet crate's page reader (page CRCs),
+//! as the Arrow reader reads them.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Schema};
+use parquet::basic::{Compression, Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use crate::checksums::CheckedFile;
+use crate::error::Result;
+use crate::parquet_io::ParquetFile;
+use crate::schema::ColumnKind;
+use crate::table::{ColumnBuf, ColumnValues, Table};
+
+/// A column this decoder reads: its name, its leaf in the Parquet schema, its stored type.
+#[derive(Debug, Clone)]
+pub struct DirectColumn {
+    pub name: String,
+    leaf: usize,
+    stored: Stored,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stored {
+    Double,
+    Int64,
+}
+
+/// The columns of a file (those `columns` asks for, or all) that this decoder reads in every
+/// row group of `groups`; the others are left to the Arrow reader. A column the table
+/// already holds as a list is left to it too (it reports the conflict).
+pub fn plan(
+    meta: &ParquetMetaData,
+    schema: &Schema,
+    columns: Option<&[String]>,
+    groups: &[usize],
+    table: &Table,
+) -> Vec<DirectColumn> {
+    let descr = meta.file_metadata().schema_descr();
+    let mut out = Vec::new();
+    for field in schema.fields() {
+        let name = field.name();
+        if !columns.is_none_or(|c| c.iter().any(|n| n == name)) {
+            continue;
+        }
+        let stored = match field.data_type() {
+            DataType::Float64 => Stored::Double,
+            DataType::Int64 => Stored::Int64,
+            _ => continue,
+        };
+        if matches!(
+            table.column(name).map(|c| c.kind()),
+            Some(ColumnKind::ListF64)
+        ) {
+            continue;
+        }
+        let Some(leaf) = (0..descr.num_columns()).find(|&i| {
+            let column = descr.column(i);
+            let parts = column.path().parts();
+            parts.len() == 1 && parts[0] == *name
+        }) else {
+            continue;
+        };
+        let c = descr.column(leaf);
+        let physical = match stored {
+            Stored::Double => PhysicalType::DOUBLE,
+            Stored::Int64 => PhysicalType::INT64,
+        };
+        if c.max_rep_level() != 0 || c.max_def_level() > 1 || c.physical_type() != physical {
+            continue;
+        }
+        if groups
+            .iter()
+            .all(|&g| readable(meta.row_group(g).column(leaf)))
+        {
+            out.push(DirectColumn {
+                name: name.clone(),
+                leaf,
+                stored,
+            });
+        }
+    }
+    out
+}
+
+/// Whether this decoder knows the chunk's codec and every encoding it lists.
+fn readable(chunk: &ColumnChunkMetaData) -> bool {
+    matches!(
+        chunk.compression(),
+        Compression::UNCOMPRESSED | Compression::ZSTD(_)
+    ) && chunk.encodings().all(|e| {
+        matches!(
+            e,
+            Encoding::PLAIN
+                | Encoding::RLE
+                | Encoding::BYTE_STREAM_SPLIT
+                | Encoding::RLE_DICTIONARY
+                | Encoding::PLAIN_DICTIONARY
+        )
+    })
+}
+
+/// A failure of this decoder: the caller names the file (`ParquetFile::damaged`).
+pub type DecodeError = Box<dyn std::error::Error + Send + Sync>;
+
+fn bad(detail: String) -> DecodeError {
+    detail.into()
+}
+
+/// Appends the rows of `groups` (in that order) of the planned columns to `table`, from row
+/// `table.rows` on; the caller finishes the rows. A decoding failure names the file.
+pub fn read(
+    file: &ParquetFile,
+    plan: &[DirectColumn],
+    groups: &[usize],
+    table: &mut Table,
+) -> Result<()> {
+    let start = table.rows;
+    let checked = Arc::new(file.checked()?);
+    let meta = file.metadata();
+    let mut decoder = Decoder::new().map_err(|e| file.damaged(e))?;
+    for c in plan {
+        let kind = match c.stored {
+            Stored::Double => ColumnKind::F64,
+            Stored::Int64 => ColumnKind::I64,
+        };
+        let col = table
+            .column_mut(&c.name, kind)
+            .map_err(|e| e.in_file(&file.path))?;
+        col.pad_to(start);
+        for &g in groups {
+            let group = meta.row_group(g);
+            let chunk = group.column(c.leaf);
+            let rows = group.num_rows().max(0) as usize;
+            decoder
+                .read_chunk(Arc::clone(&checked), chunk, rows, c.stored, col)
+                .map_err(|e| file.damaged(format!("column {:?}, row group {g}: {e}", c.name)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Buffers reused from page to page and chunk to chunk.
+struct Decoder {
+    zstd: zstd::bulk::Decompressor<'static>,
+    /// A page's decompressed bytes.
+    page: Vec<u8>,
+    /// A page's definition levels, one byte each (0: null, 1: set).
+    levels: Vec<u8>,
+    /// A page's set values, as stored bits.
+    bits: Vec<u64>,
+    indices: Vec<u32>,
+    dictionary: Vec<u64>,
+}
+
+impl Decoder {
+    fn new() -> std::result::Result<Decoder, DecodeError> {
+        Ok(Decoder {
+            zstd: zstd::bulk::Decompressor::new()?,
+            page: Vec::new(),
+            levels: Vec::new(),
+            bits: Vec::new(),
+            indices: Vec::new(),
+            dictionary: Vec::new(),
+        })
+    }
+
+    /// Appends the chunk's `rows` rows to `col`.
+    fn read_chunk(
+        &mut self,
+        file: Arc<CheckedFile>,
+        chunk: &ColumnChunkMetaData,
+        rows: usize,
+        stored: Stored,
+        col: &mut ColumnBuf,
+    ) -> std::result::Result<(), DecodeError> {
+        let compressed = chunk.compression() != Compression::UNCOMPRESSED;
+        // the page reader hands over pages as stored: they are decompressed here, into one buffer
+        let raw = chunk
+            .clone()
+            .into_builder()
+            .set_compression(Compression::UNCOMPRESSED)
+            .build()?;
+        let mut pages = SerializedPageReader::new(file, &raw, rows, None)?;
+        let optional = chunk.column_descr().max_def_level() == 1;
+        self.dictionary.clear();
+        let mut have_dictionary = false;
+        let mut read = 0usize;
+        while let Some(page) = pages.get_next_page()? {
+            let (n, set) = match page {
+                Page::DictionaryPage {
+                    buf, num_values, ..
+                } => {
+                    let n = num_values as usize;
+                    let body = decompress(&mut self.zstd, &mut self.page, &buf, compressed, n * 8)?;
+                    self.dictionary.clear();
+                    plain(body, n, &mut self.dictionary)?;
+                    have_dictionary = true;
+                    continue;
+                }
+                Page::DataPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    def_level_encoding,
+                    ..
+                } => {
+                    let n = num_values as usize;
+                    let body =
+                        decompress(&mut self.zstd, &mut self.page, &buf, compressed, bound(n))?;
+                    let (set, values) = if optional {
+                        if def_level_encoding != Encoding::RLE {
+                            return Err(bad(format!(
+                                "definition levels encoded {def_level_encoding}"
+                            )));
+                        }
+                        let len = body
+                            .get(..4)
+                            .map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize)
+                            .ok_or_else(|| bad("a page shorter than its level length".into()))?;
+                        let levels = body
+                            .get(4..4 + len)
+                            .ok_or_else(|| bad("definition levels past the page's end".into()))?;
+                        let set = def_levels(levels, n, &mut self.levels)?;
+                        (set, &body[4 + len..])
+                    } else {
+                        (n, body)
+                    };
+                    decode_values(
+                        encoding,
+                        values_of(set, values),
+                        have_dictionary.then_some(self.dictionary.as_slice()),
+                        &mut self.indices,
+                        &mut self.bits,
+                    )?;
+                    (n, set)
+                }
+                Page::DataPageV2 {
+                    buf,
+                    num_values,
+                    encoding,
+                    num_nulls,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    is_compressed,
+                    ..
+                } => {
+                    let n = num_values as usize;
+                    let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
+                    let levels = buf
+                        .get(rep..rep + def)
+                        .ok_or_else(|| bad("definition levels past the page's end".into()))?;
+                    let set = if optional {
+                        def_levels(levels, n, &mut self.levels)?
+                    } else {
+                        n
+                    };
+                    if set != n.saturating_sub(num_nulls as usize) {
+                        return Err(bad(format!(
+                            "a page of {n} values says {num_nulls} nulls, its levels {}",
+                            n - set
+                        )));
+                    }
+                    let body = decompress(
+                        &mut self.zstd,
+                        &mut self.page,
+                        &buf[rep + def..],
+                        compressed && is_compressed,
+                        bound(n),
+                    )?;
+                    decode_values(
+                        encoding,
+                        values_of(set, body),
+                        have_dictionary.then_some(self.dictionary.as_slice()),
+                        &mut self.indices,
+                        &mut self.bits,
+                    )?;
+                    (n, set)
+                }
+            };
+            if read + n > rows {
+                return Err(bad(format!(
+                    "pages hold more values than the row group's {rows} rows"
+                )));
+            }
+            let levels = (set < n).then_some(self.levels.as_slice());
+            append(col, &self.bits, levels, stored)?;
+            read += n;
+        }
+        if read != rows {
+            return Err(bad(format!(
+                "pages hold {read} values for the row group's {rows} rows"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A page's set values and how many there are.
+struct Values<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+fn values_of(count: usize, bytes: &[u8]) -> Values<'_> {
+    Values { count, bytes }
+}
+
+/// An upper bound on the decompressed size of a data page of `n` values of 8 bytes
+/// (values, levels and dictionary indices at their least compact), when its frame does not
+/// say: our writer's zstd frames do not.
+fn bound(n: usize) -> usize {
+    64 + n.saturating_mul(10)
+}
+
+/// The page's bytes decompressed into `out` (or `src` itself when stored uncompressed), in
+/// one call with the file's context; a page larger than `bound` is decompressed streaming.
+fn decompress<'a>(
+    zstd: &mut zstd::bulk::Decompressor<'static>,
+    out: &'a mut Vec<u8>,
+    src: &'a [u8],
+    compressed: bool,
+    bound: usize,
+) -> std::result::Result<&'a [u8], DecodeError> {
+    // an empty compressed page holds no set values (the format allows it)
+    if !compressed || src.is_empty() {
+        return Ok(src);
+    }
+    out.clear();
+    let size = match zstd::zstd_safe::get_frame_content_size(src) {
+        Ok(Some(n)) => (n as usize).min(bound),
+        _ => bound,
+    };
+    out.reserve(size);
+    if zstd.decompress_to_buffer(src, out).is_err() {
+        out.clear();
+        zstd::stream::copy_decode(src, &mut *out)?;
+    }
+    Ok(out)
+}
+
+/// Reads a ULEB128 number at `*pos`.
+fn uleb128(buf: &[u8], pos: &mut usize) -> std::result::Result<u64, DecodeError> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *buf
+            .get(*pos)
+            .ok_or_else(|| bad("a run header past the levels' end".into()))?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(bad("a run header longer than 64 bits".into()))
+}
+
+/// One run of the RLE/bit-packed hybrid encoding.
+enum Run<'a> {
+    /// `count` times one value.
+    Repeated(u32, usize),
+    /// The first `count` values packed in these bytes.
+    Packed(&'a [u8], usize),
+}
+
+/// The runs of `n` values of `width` bits, in order.
+fn hybrid_runs<'a>(
+    buf: &'a [u8],
+    width: usize,
+    n: usize,
+    mut run: impl FnMut(Run<'a>),
+) -> std::result::Result<(), DecodeError> {
+    let mut pos = 0;
+    let mut done = 0;
+    while done < n {
+        let header = uleb128(buf, &mut pos)?;
+        if header & 1 == 1 {
+            let groups = (header >> 1) as usize;
+            let count = groups.saturating_mul(8).min(n - done);
+            if count == 0 {
+                return Err(bad("an empty bit-packed run".into()));
+            }
+            // the values taken need their bits; the rest of the last group may be cut short
+            let need = (count * width).div_ceil(8);
+            let end = pos + groups.saturating_mul(width).min(buf.len() - pos);
+            let bytes = buf
+                .get(pos..end)
+                .filter(|b| b.len() >= need)
+                .ok_or_else(|| bad("a bit-packed run past the data's end".into()))?;
+            run(Run::Packed(bytes, count));
+            pos = end;
+            done += count;
+        } else {
+            let count = ((header >> 1) as usize).min(n - done);
+            if count == 0 {
+                return Err(bad("an empty repeated run".into()));
+            }
+            let size = width.div_ceil(8);
+            let bytes = buf
+                .get(pos..pos + size)
+                .ok_or_else(|| bad("a repeated run past the data's end".into()))?;
+            let mut value = 0u32;
+            for (i, b) in bytes.iter().enumerate() {
+                value |= u32::from(*b) << (8 * i);
+            }
+            run(Run::Repeated(value, count));
+            pos += size;
+            done += count;
+        }
+    }
+    Ok(())
+}
+
+/// Definition levels (bit width 1) of `n` values into `out`, one byte each; returns how
+/// many are set.
+fn def_levels(buf: &[u8], n: usize, out: &mut Vec<u8>) -> std::result::Result<usize, DecodeError> {
+    out.clear();
+    out.reserve(n);
+    let mut over = false;
+    hybrid_runs(buf, 1, n, |run| match run {
+        Run::Repeated(value, count) => {
+            over |= value > 1;
+            out.resize(out.len() + count, value as u8);
+        }
+        Run::Packed(bytes, count) => out.extend(
+            bytes
+                .iter()
+                .flat_map(|b| (0..8).map(move |bit| (b >> bit) & 1))
+                .take(count),
+        ),
+    })?;
+    if over {
+        return Err(bad("a definition level above 1".into()));
+    }
+    Ok(out.iter().map(|&l| l as usize).sum())
+}
+
+/// `n` dictionary indices of `width` bits into `out`.
+fn indices(
+    buf: &[u8],
+    width: usize,
+    n: usize,
+    out: &mut Vec<u32>,
+) -> std::result::Result<(), DecodeError> {
+    if width > 32 {
+        return Err(bad(format!("dictionary indices of {width} bits")));
+    }
+    out.clear();
+    out.reserve(n);
+    let mask = if width == 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    hybrid_runs(buf, width, n, |run| match run {
+        Run::Repeated(value, count) => out.resize(out.len() + count, value),
+        Run::Packed(bytes, count) => {
+            for i in 0..count {
+                let bit = i * width;
+                let mut word = [0u8; 8];
+                let from = bit / 8;
+                let avail = (bytes.len() - from).min(8);
+                word[..avail].copy_from_slice(&bytes[from..from + avail]);
+                out.push((u64::from_le_bytes(word) >> (bit % 8)) as u32 & mask);
+            }
+        }
+    })
+}
+
+/// `n` PLAIN values of 8 bytes appended to `out`.
+fn plain(bytes: &[u8], n: usize, out: &mut Vec<u64>) -> std::result::Result<(), DecodeError> {
+    let data = bytes
+        .get(..n * 8)
+        .ok_or_else(|| bad(format!("{} bytes for {n} values", bytes.len())))?;
+    out.extend(
+        data.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+    );
+    Ok(())
+}
+
+/// `n` BYTE_STREAM_SPLIT values of 8 bytes (byte k of every value in stream k) into `out`.
+fn byte_stream_split(
+    bytes: &[u8],
+    n: usize,
+    out: &mut Vec<u64>,
+) -> std::result::Result<(), DecodeError> {
+    if bytes.len() != n * 8 {
+        return Err(bad(format!(
+            "{} bytes of split streams for {n} values",
+            bytes.len()
+        )));
+    }
+    let s: Vec<&[u8]> = bytes.chunks_exact(n.max(1)).collect();
+    if n == 0 {
+        return Ok(());
+    }
+    let (s0, s1, s2, s3) = (&s[0][..n], &s[1][..n], &s[2][..n], &s[3][..n]);
+    let (s4, s5, s6, s7) = (&s[4][..n], &s[5][..n], &s[6][..n], &s[7][..n]);
+    out.extend(
+        (0..n)
+            .map(|i| u64::from_le_bytes([s0[i], s1[i], s2[i], s3[i], s4[i], s5[i], s6[i], s7[i]])),
+    );
+    Ok(())
+}
+
+/// A data page's set values, as stored bits, into `out`.
+fn decode_values(
+    encoding: Encoding,
+    v: Values<'_>,
+    dictionary: Option<&[u64]>,
+    indices_buf: &mut Vec<u32>,
+    out: &mut Vec<u64>,
+) -> std::result::Result<(), DecodeError> {
+    out.clear();
+    out.reserve(v.count);
+    match encoding {
+        Encoding::PLAIN => plain(v.bytes, v.count, out),
+        Encoding::BYTE_STREAM_SPLIT => byte_stream_split(v.bytes, v.count, out),
+        Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY => {
+            let dictionary = dictionary
+                .ok_or_else(|| bad("a dictionary-encoded page before any dictionary".into()))?;
+            if v.count == 0 {
+                return Ok(());
+            }
+            let (&width, rest) = v
+                .bytes
+                .split_first()
+                .ok_or_else(|| bad("a dictionary-encoded page without its bit width".into()))?;
+            indices(rest, width as usize, v.count, indices_buf)?;
+            for &i in indices_buf.iter() {
+                let value = dictionary.get(i as usize).ok_or_else(|| {
+                    bad(format!(
+                        "index {i} into a dictionary of {}",
+                        dictionary.len()
+                    ))
+                })?;
+                out.push(*value);
+            }
+            Ok(())
+        }
+        other => Err(bad(format!("a page encoded {other}"))),
+    }
+}
+
+/// Appends a page's rows to `col`: `bits` are its set values, `levels` (None: all set) say
+/// which rows they fill; a null's slot holds what `ColumnBuf::push_null` writes.
+fn append(
+    col: &mut ColumnBuf,
+    bits: &[u64],
+    levels: Option<&[u8]>,
+    stored: Stored,
+) -> std::result::Result<(), DecodeError> {
+    match (&mut col.values, stored) {
+        (ColumnValues::F64(v), Stored::Double) => put(v, bits, levels, f64::from_bits, f64::NAN),
+        (ColumnValues::F64(v), Stored::Int64) => {
+            put(v, bits, levels, |b| b as i64 as f64, f64::NAN)
+        }
+        (ColumnValues::I64(v), Stored::Int64) => put(v, bits, levels, |b| b as i64, 0),
+        (_, stored) => {
+            return Err(bad(format!(
+                "a {stored:?} column read into a {} column",
+                col.kind().as_str()
+            )))
+        }
+    }
+    match levels {
+        None => col.valid.resize(col.valid.len() + bits.len(), true),
+        Some(l) => col.valid.extend(l.iter().map(|&x| x == 1)),
+    }
+    Ok(())
+}
+
+fn put<T: Copy>(
+    v: &mut Vec<T>,
+    bits: &[u64],
+    levels: Option<&[u8]>,
+    from: impl Fn(u64) -> T,
+    null: T,
+) {
+    match levels {
+        None => v.extend(bits.iter().map(|&b| from(b))),
+        Some(levels) => {
+            // the caller checked that `bits` holds one value per set level
+            let mut set = bits.iter();
+            v.extend(levels.iter().map(|&l| match l {
+                1 => set.next().map_or(null, |&b| from(b)),
+                _ => null,
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+    use arrow::datatypes::{Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+
+    use super::*;
+    use crate::testutil::tempdir;
+
+    #[test]
+    fn definition_levels_decode_from_repeated_and_bit_packed_runs() {
+        let mut out = Vec::new();
+        // 5 × 1, then one packed group 0b1011_0101 (LSB first), of which 6 are taken
+        let buf = [5 << 1, 1, (1 << 1) | 1, 0b1011_0101];
+        assert_eq!(def_levels(&buf, 11, &mut out).unwrap(), 5 + 4);
+        assert_eq!(out, [1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1]);
+        assert!(
+            def_levels(&[3 << 1, 2], 3, &mut out).is_err(),
+            "a level of 2"
+        );
+        assert!(
+            def_levels(&[9 << 1, 1], 10, &mut out).is_err(),
+            "runs end early"
+        );
+        assert!(def_levels(&[0, 1], 1, &mut out).is_err(), "an empty run");
+    }
+
+    #[test]
+    fn dictionary_indices_decode_at_any_width() {
+        let mut out = Vec::new();
+        // width 3, one packed group: 0..8 as 3-bit values, LSB first
+        let mut bits = 0u32;
+        for (i, v) in (0u32..8).enumerate() {
+            bits |= v << (3 * i);
+        }
+        let b = bits.to_le_bytes();
+        indices(&[3, b[0], b[1], b[2], 4 << 1, 6], 3, 12, &mut out).unwrap();
+        assert_eq!(out, [0, 1, 2, 3, 4, 5, 6, 7, 6, 6, 6, 6]);
+        // width 0: a one-entry dictionary
+        indices(&[7 << 1], 0, 7, &mut out).unwrap();
+        assert_eq!(out, [0; 7]);
+        // width 17, repeated value in 3 bytes
+        indices(&[2 << 1, 0x01, 0x00, 0x01], 17, 2, &mut out).unwrap();
+        assert_eq!(out, [65_537, 65_537]);
+        assert!(indices(&[1 << 1], 33, 1, &mut out).is_err());
+    }
+
+    #[test]
+    fn byte_stream_split_puts_byte_k_of_each_value_in_stream_k() {
+        let values = [1.5f64, -0.0, f64::NAN, f64::INFINITY];
+        let mut streams = vec![0u8; 32];
+        for (i, v) in values.iter().enumerate() {
+            for (k, byte) in v.to_le_bytes().iter().enumerate() {
+                streams[k * 4 + i] = *byte;
+            }
+        }
+        let mut out = Vec::new();
+        byte_stream_split(&streams, 4, &mut out).unwrap();
+        let want: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(out, want);
+        assert!(byte_stream_split(&streams[..31], 4, &mut out).is_err());
+    }
+
+    /// A small deterministic generator (xorshift64*), so a failing layout can be rerun.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.next() % 100 < percent
+        }
+    }
+
+    /// Columns of every sort a step file holds: nulls here and there, runs of nulls, NaN and
+    /// ±Inf, few distinct ints (dictionary), many distinct ones, constants, all null, required.
+    fn batch(rows: usize, seed: u64) -> RecordBatch {
+        let mut r = Rng(seed | 1);
+        let mut floats = Vec::new();
+        let mut run_nulls = 0;
+        for i in 0..rows {
+            if run_nulls > 0 || r.chance(2) {
+                run_nulls = if run_nulls > 0 { run_nulls - 1 } else { 40 };
+                floats.push(None);
+                continue;
+            }
+            let x = match r.next() % 50 {
+                0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => f64::NEG_INFINITY,
+                _ => (r.next() as f64 / u64::MAX as f64) * 10.0 - i as f64 * 1e-3,
+            };
+            floats.push(if r.chance(20) { None } else { Some(x) });
+        }
+        let dense: Vec<f64> = (0..rows).map(|i| (i as f64).sin()).collect();
+        let small_ints: Vec<Option<i64>> = (0..rows)
+            .map(|_| (!r.chance(10)).then(|| (r.next() % 7) as i64 - 3))
+            .collect();
+        let big_ints: Vec<Option<i64>> = (0..rows)
+            .map(|_| (!r.chance(5)).then(|| r.next() as i64))
+            .collect();
+        let schema = Schema::new(vec![
+            Field::new("step", DataType::Int64, false),
+            Field::new("loss", DataType::Float64, true),
+            Field::new("dense", DataType::Float64, true),
+            Field::new("required", DataType::Float64, false),
+            Field::new("constant", DataType::Float64, true),
+            Field::new("never", DataType::Float64, true),
+            Field::new("small_ints", DataType::Int64, true),
+            Field::new("big_ints", DataType::Int64, true),
+        ]);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(0..rows as i64)),
+            Arc::new(Float64Array::from(floats)),
+            Arc::new(Float64Array::from(dense.clone())),
+            Arc::new(Float64Array::from(
+                dense.iter().map(|x| x * 2.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(Float64Array::from(vec![Some(0.25); rows])),
+            Arc::new(Float64Array::from(vec![None::<f64>; rows])),
+            Arc::new(Int64Array::from(small_ints)),
+            Arc::new(Int64Array::from(big_ints)),
+        ];
+        RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+    }
+
+    fn write(path: &std::path::Path, batch: &RecordBatch, props: Option<WriterProperties>) {
+        let file = std::fs::File::create(path).unwrap();
+        // several writes: several pages and row groups
+        let slices = (0..batch.num_rows())
+            .step_by(1_500)
+            .map(|start| batch.slice(start, 1_500.min(batch.num_rows() - start)));
+        match props {
+            Some(props) => {
+                let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+                for b in slices {
+                    w.write(&b).unwrap();
+                }
+                w.close().unwrap();
+            }
+            // what rlprobe writes (its properties, checksums); a row group per 4,500 rows
+            None => {
+                let mut w = crate::parquet_io::arrow_writer(
+                    file,
+                    path,
+                    batch.schema(),
+                    crate::props::Codec::default(),
+                    Vec::new(),
+                )
+                .unwrap();
+                for (i, b) in slices.enumerate() {
+                    w.write(&b).unwrap();
+                    if i % 3 == 2 {
+                        w.flush().unwrap();
+                    }
+                }
+                w.into_inner().unwrap();
+            }
+        }
+    }
+
+    /// Every cell of a table, by bits (NaN is a value here).
+    fn cells(t: &Table) -> Vec<(String, Vec<Option<u64>>)> {
+        let mut out: Vec<(String, Vec<Option<u64>>)> = t
+            .names
+            .iter()
+            .zip(&t.columns)
+            .map(|(n, c)| {
+                let v = (0..t.rows)
+                    .map(|r| {
+                        c.valid[r].then(|| match &c.values {
+                            ColumnValues::F64(v) => v[r].to_bits(),
+                            ColumnValues::I64(v) => v[r] as u64,
+                            ColumnValues::ListF64 { .. } => unreachable!(),
+                        })
+                    })
+                    .collect();
+                (format!("{n} {}", c.kind().as_str()), v)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn props() -> parquet::file::properties::WriterPropertiesBuilder {
+        WriterProperties::builder().set_max_row_group_size(4_000)
+    }
+
+    #[test]
+    fn the_direct_read_equals_the_arrow_read_cell_for_cell_in_every_layout() {
+        let dir = tempdir("direct-read");
+        let zstd = Compression::ZSTD(ZstdLevel::try_new(1).unwrap());
+        let layouts: Vec<(&str, Option<WriterProperties>, bool)> = vec![
+            ("ours: byte stream split, zstd", None, true),
+            (
+                "pages v2, zstd",
+                Some(
+                    props()
+                        .set_writer_version(WriterVersion::PARQUET_2_0)
+                        .set_compression(zstd)
+                        .build(),
+                ),
+                true,
+            ),
+            (
+                "dictionary everywhere, uncompressed, small pages",
+                Some(
+                    props()
+                        .set_compression(Compression::UNCOMPRESSED)
+                        .set_data_page_row_count_limit(700)
+                        .set_write_batch_size(100)
+                        .build(),
+                ),
+                true,
+            ),
+            (
+                "plain, zstd",
+                Some(
+                    props()
+                        .set_dictionary_enabled(false)
+                        .set_compression(zstd)
+                        .build(),
+                ),
+                true,
+            ),
+            (
+                "a dictionary that overflows into plain",
+                Some(
+                    props()
+                        .set_dictionary_page_size_limit(512)
+                        .set_compression(zstd)
+                        .set_write_batch_size(64)
+                        .build(),
+                ),
+                true,
+            ),
+            (
+                "pages v2 uncompressed, byte stream split",
+                Some(
+                    props()
+                        .set_writer_version(WriterVersion::PARQUET_2_0)
+                        .set_dictionary_enabled(false)
+                        .set_encoding(Encoding::BYTE_STREAM_SPLIT)
+                        .build(),
+                ),
+                true,
+            ),
+            (
+                "snappy (the arrow reader's)",
+                Some(props().set_compression(Compression::SNAPPY).build()),
+                false,
+            ),
+        ];
+        for (k, (what, props, direct)) in layouts.into_iter().enumerate() {
+            let path = dir.join(format!("{k}.parquet"));
+            let b = batch(10_007, 0x5eed + k as u64);
+            write(&path, &b, props);
+            let file = ParquetFile::open(&path).unwrap();
+            let groups: Vec<usize> = (0..file.metadata().num_row_groups()).collect();
+            assert!(groups.len() >= 3, "{what}: several row groups");
+            let planned = plan(
+                file.metadata(),
+                &file.schema(),
+                None,
+                &groups,
+                &Table::default(),
+            );
+            assert_eq!(
+                planned.len(),
+                if direct { 8 } else { 0 },
+                "{what}: {planned:?}"
+            );
+            for (columns, groups) in [
+                (None, None),
+                (
+                    Some(vec!["loss".to_string(), "big_ints".into()]),
+                    Some(vec![2, 0]),
+                ),
+            ] {
+                let read = |direct: bool| {
+                    let mut t = Table::default();
+                    file.read_groups_with(&mut t, columns.as_deref(), groups.as_deref(), direct)
+                        .unwrap();
+                    t
+                };
+                let (a, b) = (read(false), read(true));
+                assert_eq!(b.rows, a.rows, "{what}");
+                assert_eq!(
+                    cells(&b),
+                    cells(&a),
+                    "{what}, {columns:?}, groups {groups:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ints_then_floats_in_one_column_widen_as_the_arrow_read_does() {
+        let dir = tempdir("direct-widen");
+        let schema_of = |t: DataType| Arc::new(Schema::new(vec![Field::new("x", t, true)]));
+        let ints = RecordBatch::try_new(
+            schema_of(DataType::Int64),
+            vec![Arc::new(Int64Array::from(vec![Some(3), None, Some(-7)]))],
+        )
+        .unwrap();
+        let floats = RecordBatch::try_new(
+            schema_of(DataType::Float64),
+            vec![Arc::new(Float64Array::from(vec![None, Some(0.5)]))],
+        )
+        .unwrap();
+        write(&dir.join("a.parquet"), &ints, Some(props().build()));
+        write(&dir.join("b.parquet"), &floats, Some(props().build()));
+        for order in [["a", "b"], ["b", "a"]] {
+            let read = |direct: bool| {
+                let mut t = Table::default();
+                for name in order {
+                    let f = ParquetFile::open(&dir.join(format!("{name}.parquet"))).unwrap();
+                    f.read_groups_with(&mut t, None, None, direct).unwrap();
+                }
+                t
+            };
+            let (a, b) = (read(false), read(true));
+            assert_eq!(b.rows, 5);
+            assert_eq!(cells(&b), cells(&a), "{order:?}");
+            assert_eq!(b.columns[0].kind(), ColumnKind::F64);
+        }
+    }
+}
