@@ -121,7 +121,10 @@ mod tests {
         let (first, _) = huge_page_range(v.as_ptr() as usize, v.capacity() * 8).unwrap();
         let entry = smaps_entry(first).expect("the buffer is mapped");
         // `hg`: the mapping carries MADV_HUGEPAGE
-        let flags = entry.lines().find(|l| l.starts_with("VmFlags:")).unwrap_or("");
+        let flags = entry
+            .lines()
+            .find(|l| l.starts_with("VmFlags:"))
+            .unwrap_or("");
         assert!(flags.split_whitespace().any(|f| f == "hg"), "{entry}");
     }
 }
