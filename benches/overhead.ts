@@ -12,11 +12,12 @@
  *    ring no writer reads, with the sum of the stages checked against the whole call on that
  *    ring; the whole call on the recorder's own ring then shows what sharing it with the
  *    writer thread adds. Then paced calls, a cold-cache burst, and the GCs of 400,000 calls.
- * 2. `logStep` once per step after 1 ms and 10 ms of other work, against a no-op called
- *    the same way: the other work either only spins (caches stay warm) or also writes through
+ * 2. `logStep` once per step after 1 ms and 10 ms of other work, against a no-op and a
+ *    floor called the same way: the other work either only spins or also writes through
  *    64 MB, as a training step's host work does (every cache level is cold afterwards). The
  *    no-op's rise over its back-to-back time is what the timer and a call cost from cold
- *    caches; logStep's rise is compared with it.
+ *    caches; the floor's (the record's values copied into a small reused array) is what
+ *    reading the record costs any recorder; logStep's rise is compared with both.
  * 3. A mock training loop (busy 1 ms and 10 ms steps) with no recording, with rlprobe, and
  *    logging the same object with pino to a file (what a TypeScript user would reach for).
  * 4. Size on disk of 100,000 steps of that record after compaction.
@@ -277,12 +278,36 @@ function otherWork(ms: number, touchMemory: boolean): void {
 interface GapFigures {
   log: Float64Array;
   noop: Float64Array;
+  floor: Float64Array;
+}
+
+/** Where the floor's copy goes: a small array, reused (warm unless the work evicted it). */
+const floorSlots = new Float64Array(64);
+
+/**
+ * The floor of any recorder: every value of the record (numbers, the dicts' numbers, the
+ * list's items) read and written into a small array that is used again and again.
+ */
+function copyValues(r: StepRecord): void {
+  let k = 0;
+  const rec = r as unknown as Record<string, unknown>;
+  for (const key in rec) {
+    const v = rec[key];
+    if (typeof v === 'number') {
+      floorSlots[k++ & 63] = v;
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) floorSlots[k++ & 63] = v[i] as number;
+    } else if (v !== null && typeof v === 'object') {
+      const o = v as Record<string, number>;
+      for (const inner in o) floorSlots[k++ & 63] = o[inner];
+    }
+  }
 }
 
 /**
- * `calls` logStep calls and as many no-op calls through the same call site, alternating,
- * each after `ms` of other work (0: back to back). The record is built after the work, as a
- * training loop does.
+ * `calls` logStep calls, as many no-op calls and as many floor copies through the same call
+ * site, in rotating order, each after `ms` of other work (0: back to back). The record is
+ * built after the work, as a training loop does.
  */
 function afterWork(rec: Recorder, calls: number, ms: number, touchMemory: boolean): GapFigures {
   let noopSink = 0;
@@ -290,22 +315,24 @@ function afterWork(rec: Recorder, calls: number, ms: number, touchMemory: boolea
     noopSink += r.step;
   };
   const log = (r: StepRecord) => rec.logStep(r);
-  const times = { log: new Float64Array(calls), noop: new Float64Array(calls) };
-  for (let i = 0; i < 2 * calls; i++) {
-    // alternate which goes first in each pair, so neither always follows the other
-    const isLog = (i & 1) === ((i >> 1) & 1);
+  const kinds = [log, noop, copyValues];
+  const times = { log: new Float64Array(calls), noop: new Float64Array(calls), floor: new Float64Array(calls) };
+  const into = [times.log, times.noop, times.floor];
+  for (let i = 0; i < 3 * calls; i++) {
+    // rotate the order in each triple, so no call always follows the same one
+    const round = Math.floor(i / 3);
+    const which = (i + round) % 3;
     if (ms > 0) otherWork(ms, touchMemory);
-    const r = makeRecord(i >> 1);
-    const call = isLog ? log : noop;
+    const r = makeRecord(round);
+    const call = kinds[which];
     const t0 = performance.now();
     call(r);
     const t1 = performance.now();
-    (isLog ? times.log : times.noop)[i >> 1] = (t1 - t0) * 1e6;
-    if (ms === 0 && i % 4000 === 3999) rec.flushSync(30_000);
+    into[which][round] = (t1 - t0) * 1e6;
+    if (ms === 0 && i % 6000 === 5999) rec.flushSync(30_000);
   }
   if (noopSink < 0) throw new Error('unreachable');
-  times.log.sort();
-  times.noop.sort();
+  for (const t of into) t.sort();
   return times;
 }
 
@@ -320,17 +347,22 @@ function gapOverhead(): void {
   rec.flushSync(30_000);
   const warmLog = quantile(warm.log, 0.5);
   const warmNoop = quantile(warm.noop, 0.5);
-  console.log(`\n## logStep once per step after other work, against a no-op called the same way (timer not subtracted)`);
-  console.log(`  back to back: logStep median ${ns(warmLog)}, no-op median ${ns(warmNoop)}`);
+  const warmFloor = quantile(warm.floor, 0.5);
+  console.log(`\n## logStep once per step after other work, against a no-op and the floor called the same way (timer not subtracted)`);
+  console.log(`  the floor: the record's 47 values read (for…in, as a recorder that is not told the fields must) into a small reused array`);
+  console.log(`  back to back: logStep median ${ns(warmLog)}, no-op median ${ns(warmNoop)}, floor median ${ns(warmFloor)}`);
   for (const touchMemory of [false, true]) {
     for (const ms of [1, 10]) {
       const g = afterWork(rec, ms === 1 ? 1000 : 200, ms, touchMemory);
       const logRise = quantile(g.log, 0.5) - warmLog;
       const noopRise = quantile(g.noop, 0.5) - warmNoop;
+      const floorRise = quantile(g.floor, 0.5) - warmFloor;
       const what = touchMemory ? 'writing through 64 MB' : 'spinning';
+      const times = (x: number, of: number) => `${(x / Math.max(1, of)).toFixed(1)}×`;
       console.log(
         `  after ${String(ms).padStart(2)} ms ${what.padEnd(21)}: logStep median ${ns(quantile(g.log, 0.5))} (p90 ${ns(quantile(g.log, 0.9))}), ` +
-          `no-op ${ns(quantile(g.noop, 0.5))} (p90 ${ns(quantile(g.noop, 0.9))}); rise ${ns(logRise)} vs ${ns(noopRise)} = ${(logRise / Math.max(1, noopRise)).toFixed(1)}×`,
+          `no-op ${ns(quantile(g.noop, 0.5))}, floor ${ns(quantile(g.floor, 0.5))}; ` +
+          `rise ${ns(logRise)}: ${times(logRise, noopRise)} the no-op's, ${times(logRise, floorRise)} the floor's`,
       );
     }
   }
