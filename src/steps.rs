@@ -64,18 +64,15 @@ fn steps_to_js(env: &Env, table: rlprobe_core::Table) -> Result<NativeStepTable>
         let kind = col.kind().as_str().to_string();
         let valid = match col.null_count() {
             0 => None,
-            _ => Some(accounted_u8(
-                env,
-                col.valid.iter().map(|v| *v as u8).collect(),
-            )?),
+            _ => Some(accounted_u8(env, col.valid.iter().map(u8::from).collect())?),
         };
         let (values, offsets) = match col.values {
             ColumnValues::F64(v) => (v, None),
             // null rows read as NaN, like float columns
             ColumnValues::I64(v) => (
                 v.into_iter()
-                    .zip(&col.valid)
-                    .map(|(x, ok)| if *ok { x as f64 } else { f64::NAN })
+                    .zip(col.valid.iter())
+                    .map(|(x, ok)| if ok { x as f64 } else { f64::NAN })
                     .collect(),
                 None,
             ),

@@ -578,7 +578,7 @@ fn append(
         }
     }
     match levels {
-        None => col.valid.resize(col.valid.len() + bits.len(), true),
+        None => col.valid.push_run(true, bits.len()),
         Some(l) => col.valid.extend(l.iter().map(|&x| x == 1)),
     }
     Ok(())
@@ -781,7 +781,7 @@ mod tests {
             .map(|(n, c)| {
                 let v = (0..t.rows)
                     .map(|r| {
-                        c.valid[r].then(|| match &c.values {
+                        c.valid.get(r).then(|| match &c.values {
                             ColumnValues::F64(v) => v[r].to_bits(),
                             ColumnValues::I64(v) => v[r] as u64,
                             ColumnValues::ListF64 { .. } => unreachable!(),

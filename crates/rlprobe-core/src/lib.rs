@@ -44,6 +44,7 @@ pub mod stream_files;
 pub mod synth;
 pub mod table;
 pub(crate) mod threads;
+pub mod validity;
 pub mod wire_cursor;
 pub mod writer;
 

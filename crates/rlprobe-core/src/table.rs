@@ -10,6 +10,7 @@ use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 
 use crate::error::{Error, Result};
 use crate::schema::{column_order_key, ColumnKind};
+use crate::validity::Validity;
 
 /// A column read from a file that cannot be read as its kind.
 fn unreadable(detail: String, source: Option<arrow::error::ArrowError>) -> Error {
@@ -42,7 +43,7 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnBuf {
     pub values: ColumnValues,
-    pub valid: Vec<bool>,
+    pub valid: Validity,
 }
 
 impl ColumnBuf {
@@ -67,7 +68,7 @@ impl ColumnBuf {
         };
         let buf = ColumnBuf {
             values,
-            valid: Vec::with_capacity(rows),
+            valid: Validity::with_capacity(rows),
         };
         // a reader sizes a column from the footers and fills it whole
         match &buf.values {
@@ -95,7 +96,7 @@ impl ColumnBuf {
     }
 
     pub fn null_count(&self) -> usize {
-        self.valid.iter().filter(|v| !**v).count()
+        self.valid.null_count()
     }
 
     pub fn push_null(&mut self) {
@@ -120,11 +121,15 @@ impl ColumnBuf {
         match (&mut self.values, other.values) {
             (ColumnValues::F64(a), ColumnValues::F64(b)) => a.extend_from_slice(&b),
             (ColumnValues::I64(a), ColumnValues::I64(b)) => a.extend_from_slice(&b),
-            (ColumnValues::F64(a), ColumnValues::I64(b)) => a.extend(
-                b.iter()
-                    .zip(&other.valid)
-                    .map(|(x, ok)| if *ok { *x as f64 } else { f64::NAN }),
-            ),
+            (ColumnValues::F64(a), ColumnValues::I64(b)) => {
+                a.extend(b.iter().zip(other.valid.iter()).map(|(x, ok)| {
+                    if ok {
+                        *x as f64
+                    } else {
+                        f64::NAN
+                    }
+                }))
+            }
             (
                 ColumnValues::ListF64 { offsets, values },
                 ColumnValues::ListF64 {
@@ -138,7 +143,7 @@ impl ColumnBuf {
             }
             (have, b) => unreachable!("append_buf: {have:?} and {b:?} do not unify"),
         }
-        self.valid.extend_from_slice(&other.valid);
+        self.valid.append(&other.valid);
     }
 
     /// Drops entries past `rows` (a field given twice in one record: the last one wins).
@@ -183,7 +188,7 @@ impl ColumnBuf {
 
     /// Value at `row` as f64 (scalars only; None when null).
     pub fn scalar(&self, row: usize) -> Option<f64> {
-        if !self.valid[row] {
+        if !self.valid.get(row) {
             return None;
         }
         match &self.values {
@@ -195,7 +200,7 @@ impl ColumnBuf {
 
     pub fn list(&self, row: usize) -> Option<&[f64]> {
         match &self.values {
-            ColumnValues::ListF64 { offsets, values } if self.valid[row] => {
+            ColumnValues::ListF64 { offsets, values } if self.valid.get(row) => {
                 Some(&values[offsets[row] as usize..offsets[row + 1] as usize])
             }
             _ => None,
@@ -203,10 +208,9 @@ impl ColumnBuf {
     }
 
     fn null_buffer(&self) -> Option<NullBuffer> {
-        if self.valid.iter().all(|v| *v) {
-            None
-        } else {
-            Some(NullBuffer::from(self.valid.clone()))
+        match self.valid.null_count() {
+            0 => None,
+            _ => Some(NullBuffer::from(self.valid.to_vec())),
         }
     }
 
@@ -331,7 +335,7 @@ impl ColumnBuf {
 /// slots to `null` (what `push_null` writes), so a null never shows a stale value.
 fn extend_whole<T: Copy>(
     values: &mut Vec<T>,
-    valid: &mut Vec<bool>,
+    valid: &mut Validity,
     from: &[T],
     nulls: Option<&NullBuffer>,
     null: T,
@@ -339,7 +343,7 @@ fn extend_whole<T: Copy>(
     let start = values.len();
     values.extend_from_slice(from);
     match nulls {
-        None => valid.resize(valid.len() + from.len(), true),
+        None => valid.push_run(true, from.len()),
         Some(n) => {
             valid.extend(n.iter());
             for (slot, ok) in values[start..].iter_mut().zip(n.iter()) {
@@ -663,7 +667,7 @@ mod tests {
             ints.values,
             ColumnValues::I64(vec![9, 1, 0, i64::MAX, 4, 5])
         );
-        assert_eq!(ints.valid, [true, true, false, true, true, true]);
+        assert_eq!(ints.valid.to_vec(), [true, true, false, true, true, true]);
         let mut floats = ColumnBuf::new(ColumnKind::F64);
         floats
             .append_arrow(&Float64Array::from(vec![None, Some(f64::NAN), Some(2.5)]))
@@ -677,7 +681,7 @@ mod tests {
         };
         assert!(v[0].is_nan() && v[1].is_nan() && v[4].is_nan());
         assert_eq!((v[2], v[3]), (2.5, 3.0));
-        assert_eq!(floats.valid, [false, true, true, true, false]);
+        assert_eq!(floats.valid.to_vec(), [false, true, true, true, false]);
         assert_eq!((floats.scalar(0), floats.scalar(4)), (None, None));
         assert!(
             floats.scalar(1).unwrap().is_nan(),

@@ -160,7 +160,7 @@ pub fn run_input(table: Table) -> RunInput {
             continue;
         };
         let column = if in_order && values.len() == order.len() && valid.len() == order.len() {
-            Column::from_raw(values, Some(&valid))
+            Column::from_raw(values, valid.flags())
         } else {
             let raw: Vec<f64> = order
                 .iter()
@@ -168,7 +168,7 @@ pub fn run_input(table: Table) -> RunInput {
                 .collect();
             let valid: Vec<bool> = order
                 .iter()
-                .map(|&i| valid.get(i).copied().unwrap_or(false))
+                .map(|&i| i < valid.len() && valid.get(i))
                 .collect();
             Column::from_raw(raw, Some(&valid))
         };
