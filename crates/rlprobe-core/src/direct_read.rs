@@ -200,14 +200,14 @@ impl Decoder {
         let mut have_dictionary = false;
         let mut read = 0usize;
         while let Some(page) = pages.get_next_page()? {
-            let (n, set) = match page {
+            let n = match page {
                 Page::DictionaryPage {
                     buf, num_values, ..
                 } => {
                     let n = num_values as usize;
                     let body = decompress(&mut self.zstd, &mut self.page, &buf, compressed, n * 8)?;
                     self.dictionary.clear();
-                    plain(body, n, &mut self.dictionary)?;
+                    plain(body, n, &mut self.dictionary, |b| b)?;
                     have_dictionary = true;
                     continue;
                 }
@@ -239,14 +239,18 @@ impl Decoder {
                     } else {
                         (n, body)
                     };
-                    decode_values(
+                    check_rows(read, n, rows)?;
+                    fill_page(
+                        col,
+                        stored,
                         encoding,
                         values_of(set, values),
+                        (set < n).then_some(self.levels.as_slice()),
                         have_dictionary.then_some(self.dictionary.as_slice()),
                         &mut self.indices,
                         &mut self.bits,
                     )?;
-                    (n, set)
+                    n
                 }
                 Page::DataPageV2 {
                     buf,
@@ -281,23 +285,20 @@ impl Decoder {
                         compressed && is_compressed,
                         bound(n),
                     )?;
-                    decode_values(
+                    check_rows(read, n, rows)?;
+                    fill_page(
+                        col,
+                        stored,
                         encoding,
                         values_of(set, body),
+                        (set < n).then_some(self.levels.as_slice()),
                         have_dictionary.then_some(self.dictionary.as_slice()),
                         &mut self.indices,
                         &mut self.bits,
                     )?;
-                    (n, set)
+                    n
                 }
             };
-            if read + n > rows {
-                return Err(bad(format!(
-                    "pages hold more values than the row group's {rows} rows"
-                )));
-            }
-            let levels = (set < n).then_some(self.levels.as_slice());
-            append(col, &self.bits, levels, stored)?;
             read += n;
         }
         if read != rows {
@@ -307,6 +308,61 @@ impl Decoder {
         }
         Ok(())
     }
+}
+
+/// Fails when a page of `n` values would take the row group past its `rows` rows.
+fn check_rows(read: usize, n: usize, rows: usize) -> std::result::Result<(), DecodeError> {
+    if read + n > rows {
+        return Err(bad(format!(
+            "pages hold more values than the row group's {rows} rows"
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes a data page into `col`: straight into the column when every row is set, through
+/// `bits` (then spread over the rows) when `levels` says some are null.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the decoder's buffers, passed apart from the page they decode"
+)]
+fn fill_page(
+    col: &mut ColumnBuf,
+    stored: Stored,
+    encoding: Encoding,
+    v: Values<'_>,
+    levels: Option<&[u8]>,
+    dictionary: Option<&[u64]>,
+    indices: &mut Vec<u32>,
+    bits: &mut Vec<u64>,
+) -> std::result::Result<(), DecodeError> {
+    if let Some(levels) = levels {
+        bits.clear();
+        decode_values(encoding, v, dictionary, indices, bits, |b| b)?;
+        return append(col, bits, levels, stored);
+    }
+    let n = v.count;
+    match (&mut col.values, stored) {
+        (ColumnValues::F64(out), Stored::Double) => {
+            decode_values(encoding, v, dictionary, indices, out, f64::from_bits)?
+        }
+        (ColumnValues::F64(out), Stored::Int64) => {
+            decode_values(encoding, v, dictionary, indices, out, |b| b as i64 as f64)?
+        }
+        (ColumnValues::I64(out), Stored::Int64) => {
+            decode_values(encoding, v, dictionary, indices, out, |b| b as i64)?
+        }
+        (_, stored) => return Err(mismatch(stored, col)),
+    }
+    col.valid.push_run(true, n);
+    Ok(())
+}
+
+fn mismatch(stored: Stored, col: &ColumnBuf) -> DecodeError {
+    bad(format!(
+        "a {stored:?} column read into a {} column",
+        col.kind().as_str()
+    ))
 }
 
 /// A page's set values and how many there are.
@@ -480,23 +536,29 @@ fn indices(
     })
 }
 
-/// `n` PLAIN values of 8 bytes appended to `out`.
-fn plain(bytes: &[u8], n: usize, out: &mut Vec<u64>) -> std::result::Result<(), DecodeError> {
+/// `n` PLAIN values of 8 bytes appended to `out`, each through `from`.
+fn plain<T>(
+    bytes: &[u8],
+    n: usize,
+    out: &mut Vec<T>,
+    from: impl Fn(u64) -> T,
+) -> std::result::Result<(), DecodeError> {
     let data = bytes
         .get(..n * 8)
         .ok_or_else(|| bad(format!("{} bytes for {n} values", bytes.len())))?;
     out.extend(
         data.chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+            .map(|c| from(u64::from_le_bytes(c.try_into().unwrap()))),
     );
     Ok(())
 }
 
 /// `n` BYTE_STREAM_SPLIT values of 8 bytes (byte k of every value in stream k) into `out`.
-fn byte_stream_split(
+fn byte_stream_split<T>(
     bytes: &[u8],
     n: usize,
-    out: &mut Vec<u64>,
+    out: &mut Vec<T>,
+    from: impl Fn(u64) -> T,
 ) -> std::result::Result<(), DecodeError> {
     if bytes.len() != n * 8 {
         return Err(bad(format!(
@@ -504,32 +566,61 @@ fn byte_stream_split(
             bytes.len()
         )));
     }
-    let s: Vec<&[u8]> = bytes.chunks_exact(n.max(1)).collect();
     if n == 0 {
         return Ok(());
     }
-    let (s0, s1, s2, s3) = (&s[0][..n], &s[1][..n], &s[2][..n], &s[3][..n]);
-    let (s4, s5, s6, s7) = (&s[4][..n], &s[5][..n], &s[6][..n], &s[7][..n]);
-    out.extend(
-        (0..n)
-            .map(|i| u64::from_le_bytes([s0[i], s1[i], s2[i], s3[i], s4[i], s5[i], s6[i], s7[i]])),
-    );
+    let s: Vec<&[u8]> = bytes.chunks_exact(n).collect();
+    out.reserve(n);
+    // eight values at a time: eight bytes of each stream, transposed as an 8×8 byte matrix
+    let whole = n / 8 * 8;
+    for at in (0..whole).step_by(8) {
+        let mut rows = [0u64; 8];
+        for (row, stream) in rows.iter_mut().zip(&s) {
+            *row = u64::from_le_bytes(stream[at..at + 8].try_into().unwrap());
+        }
+        out.extend(transpose_bytes(rows).map(&from));
+    }
+    out.extend((whole..n).map(|i| {
+        let mut value = [0u8; 8];
+        for (byte, stream) in value.iter_mut().zip(&s) {
+            *byte = stream[i];
+        }
+        from(u64::from_le_bytes(value))
+    }));
     Ok(())
 }
 
-/// A data page's set values, as stored bits, into `out`.
-fn decode_values(
+/// The 8×8 matrix of bytes (byte j of `rows[k]`) transposed: byte k of row j of the result is
+/// byte j of `rows[k]`. Three rounds of swapping blocks (4, 2, then 1 bytes wide).
+fn transpose_bytes(mut rows: [u64; 8]) -> [u64; 8] {
+    for (step, mask) in [
+        (4, 0x0000_0000_ffff_ffffu64),
+        (2, 0x0000_ffff_0000_ffff),
+        (1, 0x00ff_00ff_00ff_00ff),
+    ] {
+        for k in (0..8).filter(|k| k & step == 0) {
+            let shift = 8 * step as u32;
+            let t = ((rows[k] >> shift) ^ rows[k + step]) & mask;
+            rows[k] ^= t << shift;
+            rows[k + step] ^= t;
+        }
+    }
+    rows
+}
+
+/// A data page's set values appended to `out`, each through `from` (from its stored bits).
+fn decode_values<T>(
     encoding: Encoding,
     v: Values<'_>,
     dictionary: Option<&[u64]>,
     indices_buf: &mut Vec<u32>,
-    out: &mut Vec<u64>,
+    out: &mut Vec<T>,
+    from: impl Fn(u64) -> T,
 ) -> std::result::Result<(), DecodeError> {
-    out.clear();
     out.reserve(v.count);
     match encoding {
-        Encoding::PLAIN => plain(v.bytes, v.count, out),
-        Encoding::BYTE_STREAM_SPLIT => byte_stream_split(v.bytes, v.count, out),
+        Encoding::PLAIN => plain(v.bytes, v.count, out, from),
+        Encoding::BYTE_STREAM_SPLIT => byte_stream_split(v.bytes, v.count, out, from),
         Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY => {
             let dictionary = dictionary
                 .ok_or_else(|| bad("a dictionary-encoded page before any dictionary".into()))?;
@@ -548,7 +639,7 @@ fn decode_values(
                         dictionary.len()
                     ))
                 })?;
-                out.push(*value);
+                out.push(from(*value));
             }
             Ok(())
         }
@@ -556,12 +647,12 @@ fn decode_values(
     }
 }
 
-/// Appends a page's rows to `col`: `bits` are its set values, `levels` (None: all set) say
-/// which rows they fill; a null's slot holds what `ColumnBuf::push_null` writes.
+/// Appends a page's rows to `col`: `bits` are its set values, `levels` say which rows they
+/// fill; a null's slot holds what `ColumnBuf::push_null` writes.
 fn append(
     col: &mut ColumnBuf,
     bits: &[u64],
-    levels: Option<&[u8]>,
+    levels: &[u8],
     stored: Stored,
 ) -> std::result::Result<(), DecodeError> {
     match (&mut col.values, stored) {
@@ -570,38 +661,19 @@ fn append(
             put(v, bits, levels, |b| b as i64 as f64, f64::NAN)
         }
         (ColumnValues::I64(v), Stored::Int64) => put(v, bits, levels, |b| b as i64, 0),
-        (_, stored) => {
-            return Err(bad(format!(
-                "a {stored:?} column read into a {} column",
-                col.kind().as_str()
-            )))
-        }
+        (_, stored) => return Err(mismatch(stored, col)),
     }
-    match levels {
-        None => col.valid.push_run(true, bits.len()),
-        Some(l) => col.valid.extend(l.iter().map(|&x| x == 1)),
-    }
+    col.valid.extend(levels.iter().map(|&x| x == 1));
     Ok(())
 }
 
-fn put<T: Copy>(
-    v: &mut Vec<T>,
-    bits: &[u64],
-    levels: Option<&[u8]>,
-    from: impl Fn(u64) -> T,
-    null: T,
-) {
-    match levels {
-        None => v.extend(bits.iter().map(|&b| from(b))),
-        Some(levels) => {
-            // the caller checked that `bits` holds one value per set level
-            let mut set = bits.iter();
-            v.extend(levels.iter().map(|&l| match l {
-                1 => set.next().map_or(null, |&b| from(b)),
-                _ => null,
-            }));
-        }
-    }
+fn put<T: Copy>(v: &mut Vec<T>, bits: &[u64], levels: &[u8], from: impl Fn(u64) -> T, null: T) {
+    // the caller checked that `bits` holds one value per set level
+    let mut set = bits.iter();
+    v.extend(levels.iter().map(|&l| match l {
+        1 => set.next().map_or(null, |&b| from(b)),
+        _ => null,
+    }));
 }
 
 #[cfg(test)]
@@ -665,10 +737,25 @@ mod tests {
             }
         }
         let mut out = Vec::new();
-        byte_stream_split(&streams, 4, &mut out).unwrap();
+        byte_stream_split(&streams, 4, &mut out, |b| b).unwrap();
         let want: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
         assert_eq!(out, want);
-        assert!(byte_stream_split(&streams[..31], 4, &mut out).is_err());
+        assert!(byte_stream_split(&streams[..31], 4, &mut out, |b| b).is_err());
+        // whole blocks of eight and a remainder
+        for n in [8, 21, 64] {
+            let values: Vec<u64> = (0..n as u64)
+                .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 3))
+                .collect();
+            let mut streams = vec![0u8; n * 8];
+            for (i, v) in values.iter().enumerate() {
+                for (k, byte) in v.to_le_bytes().iter().enumerate() {
+                    streams[k * n + i] = *byte;
+                }
+            }
+            let mut out = Vec::new();
+            byte_stream_split(&streams, n, &mut out, |b| b).unwrap();
+            assert_eq!(out, values, "{n} values");
+        }
     }
 
     /// A small deterministic generator (xorshift64*), so a failing layout can be rerun.
@@ -921,9 +1008,16 @@ mod tests {
             vec![Arc::new(Float64Array::from(vec![None, Some(0.5)]))],
         )
         .unwrap();
+        // ints without a null: decoded straight into the column, converted there
+        let full = RecordBatch::try_new(
+            schema_of(DataType::Int64),
+            vec![Arc::new(Int64Array::from(vec![Some(5), Some(1 << 60)]))],
+        )
+        .unwrap();
         write(&dir.join("a.parquet"), &ints, Some(props().build()));
         write(&dir.join("b.parquet"), &floats, Some(props().build()));
-        for order in [["a", "b"], ["b", "a"]] {
+        write(&dir.join("c.parquet"), &full, Some(props().build()));
+        for order in [["a", "b", "c"], ["b", "c", "a"], ["c", "b", "a"]] {
             let read = |direct: bool| {
                 let mut t = Table::default();
                 for name in order {
@@ -933,7 +1027,7 @@ mod tests {
                 t
             };
             let (a, b) = (read(false), read(true));
-            assert_eq!(b.rows, 5);
+            assert_eq!(b.rows, 7);
             assert_eq!(cells(&b), cells(&a), "{order:?}");
             assert_eq!(b.columns[0].kind(), ColumnKind::F64);
         }
