@@ -49,6 +49,11 @@ pub fn plan(
     groups: &[usize],
     table: &Table,
 ) -> Vec<DirectColumn> {
+    // no rows to add: nothing to plan (the Arrow reader makes no column of an empty file)
+    let rows: i64 = groups.iter().map(|&g| meta.row_group(g).num_rows()).sum();
+    if rows <= 0 {
+        return Vec::new();
+    }
     let descr = meta.file_metadata().schema_descr();
     let mut out = Vec::new();
     for field in schema.fields() {
@@ -145,12 +150,47 @@ pub fn read(
             let group = meta.row_group(g);
             let chunk = group.column(c.leaf);
             let rows = group.num_rows().max(0) as usize;
-            decoder
-                .read_chunk(Arc::clone(&checked), chunk, rows, c.stored, col)
-                .map_err(|e| file.damaged(format!("column {:?}, row group {g}: {e}", c.name)))?;
+            if let Err(e) = decoder.read_chunk(Arc::clone(&checked), chunk, rows, c.stored, col) {
+                // the planned columns back to the table's rows: a table is whole or not read
+                for p in plan {
+                    if let Some(i) = table.names.iter().position(|n| *n == p.name) {
+                        table.columns[i].truncate(start);
+                    }
+                }
+                return Err(file.damaged(ChunkError {
+                    column: c.name.clone(),
+                    group: g,
+                    source: e,
+                }));
+            }
         }
     }
     Ok(())
+}
+
+/// A decoding failure with the column and row group it happened in; its source is the
+/// failure itself (which may carry a checksum's finding: `ParquetFile::damaged` looks).
+#[derive(Debug)]
+struct ChunkError {
+    column: String,
+    group: usize,
+    source: DecodeError,
+}
+
+impl std::fmt::Display for ChunkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "column {:?}, row group {}: {}",
+            self.column, self.group, self.source
+        )
+    }
+}
+
+impl std::error::Error for ChunkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
+    }
 }
 
 /// Buffers reused from page to page and chunk to chunk.
@@ -204,8 +244,14 @@ impl Decoder {
                 Page::DictionaryPage {
                     buf, num_values, ..
                 } => {
+                    // a chunk's dictionary holds at most one entry per value: a larger count
+                    // is damage, not a reason to reserve its size
                     let n = num_values as usize;
-                    let body = decompress(&mut self.zstd, &mut self.page, &buf, compressed, n * 8)?;
+                    if n > rows {
+                        return Err(bad(format!("a dictionary of {n} entries for {rows} rows")));
+                    }
+                    let body =
+                        decompress(&mut self.zstd, &mut self.page, &buf, compressed, 64 + n * 8)?;
                     self.dictionary.clear();
                     plain(body, n, &mut self.dictionary, |b| b)?;
                     have_dictionary = true;
@@ -219,6 +265,8 @@ impl Decoder {
                     ..
                 } => {
                     let n = num_values as usize;
+                    // before anything is sized by it
+                    check_rows(read, n, rows)?;
                     let body =
                         decompress(&mut self.zstd, &mut self.page, &buf, compressed, bound(n))?;
                     let (set, values) = if optional {
@@ -239,7 +287,6 @@ impl Decoder {
                     } else {
                         (n, body)
                     };
-                    check_rows(read, n, rows)?;
                     fill_page(
                         col,
                         stored,
@@ -256,13 +303,13 @@ impl Decoder {
                     buf,
                     num_values,
                     encoding,
-                    num_nulls,
                     def_levels_byte_len,
                     rep_levels_byte_len,
                     is_compressed,
                     ..
                 } => {
                     let n = num_values as usize;
+                    check_rows(read, n, rows)?;
                     let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
                     let levels = buf
                         .get(rep..rep + def)
@@ -272,12 +319,6 @@ impl Decoder {
                     } else {
                         n
                     };
-                    if set != n.saturating_sub(num_nulls as usize) {
-                        return Err(bad(format!(
-                            "a page of {n} values says {num_nulls} nulls, its levels {}",
-                            n - set
-                        )));
-                    }
                     let body = decompress(
                         &mut self.zstd,
                         &mut self.page,
@@ -285,7 +326,6 @@ impl Decoder {
                         compressed && is_compressed,
                         bound(n),
                     )?;
-                    check_rows(read, n, rows)?;
                     fill_page(
                         col,
                         stored,
@@ -375,15 +415,15 @@ fn values_of(count: usize, bytes: &[u8]) -> Values<'_> {
     Values { count, bytes }
 }
 
-/// An upper bound on the decompressed size of a data page of `n` values of 8 bytes
-/// (values, levels and dictionary indices at their least compact), when its frame does not
-/// say: our writer's zstd frames do not.
+/// An upper bound on the decompressed size of a data page of `n` values of 8 bytes: values
+/// (8n, or dictionary indices at most 5n), levels at their least compact (2n) and headers.
 fn bound(n: usize) -> usize {
     64 + n.saturating_mul(10)
 }
 
 /// The page's bytes decompressed into `out` (or `src` itself when stored uncompressed), in
-/// one call with the file's context; a page larger than `bound` is decompressed streaming.
+/// one call with the file's context. More than `bound` bytes is damage: no page of the
+/// encodings read here can hold more, and a damaged size must not size an allocation.
 fn decompress<'a>(
     zstd: &mut zstd::bulk::Decompressor<'static>,
     out: &'a mut Vec<u8>,
@@ -401,9 +441,10 @@ fn decompress<'a>(
         _ => bound,
     };
     out.reserve(size);
-    if zstd.decompress_to_buffer(src, out).is_err() {
-        out.clear();
-        zstd::stream::copy_decode(src, &mut *out)?;
+    if let Err(e) = zstd.decompress_to_buffer(src, out) {
+        return Err(bad(format!(
+            "a zstd page that does not decompress into the {bound} bytes its values allow: {e}"
+        )));
     }
     Ok(out)
 }
@@ -445,10 +486,8 @@ fn hybrid_runs<'a>(
         let header = uleb128(buf, &mut pos)?;
         if header & 1 == 1 {
             let groups = (header >> 1) as usize;
+            // an empty run says nothing: skipped, as the Arrow reader does
             let count = groups.saturating_mul(8).min(n - done);
-            if count == 0 {
-                return Err(bad("an empty bit-packed run".into()));
-            }
             // the values taken need their bits; the rest of the last group may be cut short
             let need = (count * width).div_ceil(8);
             let end = pos + groups.saturating_mul(width).min(buf.len() - pos);
@@ -456,14 +495,13 @@ fn hybrid_runs<'a>(
                 .get(pos..end)
                 .filter(|b| b.len() >= need)
                 .ok_or_else(|| bad("a bit-packed run past the data's end".into()))?;
-            run(Run::Packed(bytes, count));
+            if count > 0 {
+                run(Run::Packed(bytes, count));
+            }
             pos = end;
             done += count;
         } else {
             let count = ((header >> 1) as usize).min(n - done);
-            if count == 0 {
-                return Err(bad("an empty repeated run".into()));
-            }
             let size = width.div_ceil(8);
             let bytes = buf
                 .get(pos..pos + size)
@@ -472,7 +510,9 @@ fn hybrid_runs<'a>(
             for (i, b) in bytes.iter().enumerate() {
                 value |= u32::from(*b) << (8 * i);
             }
-            run(Run::Repeated(value, count));
+            if count > 0 {
+                run(Run::Repeated(value, count));
+            }
             pos += size;
             done += count;
         }
@@ -560,7 +600,9 @@ fn byte_stream_split<T>(
     out: &mut Vec<T>,
     from: impl Fn(u64) -> T,
 ) -> std::result::Result<(), DecodeError> {
-    if bytes.len() != n * 8 {
+    // each stream is an eighth of the bytes (as the Arrow reader splits them)
+    let stride = bytes.len() / 8;
+    if stride < n {
         return Err(bad(format!(
             "{} bytes of split streams for {n} values",
             bytes.len()
@@ -569,7 +611,7 @@ fn byte_stream_split<T>(
     if n == 0 {
         return Ok(());
     }
-    let s: Vec<&[u8]> = bytes.chunks_exact(n).collect();
+    let s: Vec<&[u8]> = bytes.chunks_exact(stride).collect();
     out.reserve(n);
     // eight values at a time: eight bytes of each stream, transposed as an 8×8 byte matrix
     let whole = n / 8 * 8;
@@ -704,7 +746,15 @@ mod tests {
             def_levels(&[9 << 1, 1], 10, &mut out).is_err(),
             "runs end early"
         );
-        assert!(def_levels(&[0, 1], 1, &mut out).is_err(), "an empty run");
+        assert_eq!(
+            def_levels(&[0, 1, 1 << 1, 1], 1, &mut out).unwrap(),
+            1,
+            "an empty run is skipped"
+        );
+        assert!(
+            def_levels(&[0, 1], 1, &mut out).is_err(),
+            "only an empty run"
+        );
     }
 
     #[test]
@@ -741,6 +791,14 @@ mod tests {
         let want: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
         assert_eq!(out, want);
         assert!(byte_stream_split(&streams[..31], 4, &mut out, |b| b).is_err());
+        // streams of 5 bytes of which 4 are values (as the Arrow reader reads them)
+        let mut wide = vec![0u8; 40];
+        for k in 0..8 {
+            wide[k * 5..k * 5 + 4].copy_from_slice(&streams[k * 4..k * 4 + 4]);
+        }
+        out.clear();
+        byte_stream_split(&wide, 4, &mut out, |b| b).unwrap();
+        assert_eq!(out, want);
         // whole blocks of eight and a remainder
         for n in [8, 21, 64] {
             let values: Vec<u64> = (0..n as u64)
@@ -859,20 +917,22 @@ mod tests {
         }
     }
 
-    /// Every cell of a table, by bits (NaN is a value here).
-    fn cells(t: &Table) -> Vec<(String, Vec<Option<u64>>)> {
-        let mut out: Vec<(String, Vec<Option<u64>>)> = t
+    /// Every cell of a table, by bits (NaN is a value here), with whether it is set: a null's
+    /// slot must hold what `push_null` writes, as JS reads the values buffer whole.
+    fn cells(t: &Table) -> Vec<(String, Vec<(bool, u64)>)> {
+        let mut out: Vec<(String, Vec<(bool, u64)>)> = t
             .names
             .iter()
             .zip(&t.columns)
             .map(|(n, c)| {
                 let v = (0..t.rows)
                     .map(|r| {
-                        c.valid.get(r).then(|| match &c.values {
+                        let bits = match &c.values {
                             ColumnValues::F64(v) => v[r].to_bits(),
                             ColumnValues::I64(v) => v[r] as u64,
                             ColumnValues::ListF64 { .. } => unreachable!(),
-                        })
+                        };
+                        (c.valid.get(r), bits)
                     })
                     .collect();
                 (format!("{n} {}", c.kind().as_str()), v)
@@ -1022,6 +1082,8 @@ mod tests {
                 let mut t = Table::default();
                 for name in order {
                     let f = ParquetFile::open(&dir.join(format!("{name}.parquet"))).unwrap();
+                    let planned = plan(f.metadata(), &f.schema(), None, &[0], &t);
+                    assert_eq!(planned.len(), 1, "{name}: the direct path reads x");
                     f.read_groups_with(&mut t, None, None, direct).unwrap();
                 }
                 t
@@ -1031,5 +1093,74 @@ mod tests {
             assert_eq!(cells(&b), cells(&a), "{order:?}");
             assert_eq!(b.columns[0].kind(), ColumnKind::F64);
         }
+    }
+
+    #[test]
+    fn a_file_without_rows_adds_no_column_and_a_list_column_is_left_to_the_arrow_reader() {
+        let dir = tempdir("direct-edges");
+        let schema_of = |t: DataType| Arc::new(Schema::new(vec![Field::new("x", t, true)]));
+        // closed without a write: no row group
+        let empty = std::fs::File::create(dir.join("empty.parquet")).unwrap();
+        ArrowWriter::try_new(empty, schema_of(DataType::Int64), None)
+            .unwrap()
+            .close()
+            .unwrap();
+        let f = ParquetFile::open(&dir.join("empty.parquet")).unwrap();
+        assert!(plan(f.metadata(), &f.schema(), None, &[], &Table::default()).is_empty());
+        for direct in [false, true] {
+            let mut t = Table::default();
+            f.read_groups_with(&mut t, None, None, direct).unwrap();
+            assert_eq!((t.rows, t.names.len()), (0, 0), "direct: {direct}");
+        }
+        // a column the table holds as a list: both readers refuse it alike
+        let floats = RecordBatch::try_new(
+            schema_of(DataType::Float64),
+            vec![Arc::new(Float64Array::from(vec![1.0, 2.0]))],
+        )
+        .unwrap();
+        write(&dir.join("floats.parquet"), &floats, Some(props().build()));
+        let f = ParquetFile::open(&dir.join("floats.parquet")).unwrap();
+        let mut with_list = Table::default();
+        with_list
+            .column_mut("x", ColumnKind::ListF64)
+            .unwrap()
+            .push_list(&[1.0]);
+        with_list.finish_rows(1);
+        assert!(plan(f.metadata(), &f.schema(), None, &[0], &with_list).is_empty());
+        let errors: Vec<String> = [false, true]
+            .map(|direct| {
+                let mut t = with_list.clone();
+                f.read_groups_with(&mut t, None, None, direct)
+                    .unwrap_err()
+                    .to_string()
+            })
+            .into();
+        assert_eq!(errors[0], errors[1]);
+    }
+
+    #[test]
+    fn a_damaged_page_is_the_same_error_either_way_naming_the_file() {
+        let dir = tempdir("direct-damage");
+        let path = dir.join("damaged.parquet");
+        write(&path, &batch(6_000, 7), None);
+        let mut bytes = std::fs::read(&path).unwrap();
+        // a byte in the middle of the data (before the footer): a page of some column
+        let at = bytes.len() / 3;
+        bytes[at] ^= 0x5a;
+        std::fs::write(&path, &bytes).unwrap();
+        let errors: Vec<String> = [false, true]
+            .map(|direct| {
+                let f = ParquetFile::open(&path).unwrap();
+                let mut t = Table::default();
+                let e = f.read_groups_with(&mut t, None, None, direct).unwrap_err();
+                assert!(
+                    matches!(e, crate::error::Error::CorruptFile { .. }),
+                    "direct: {direct}: {e:?}"
+                );
+                e.to_string()
+            })
+            .into();
+        assert!(errors[1].contains("damaged.parquet"), "{}", errors[1]);
+        assert_eq!(errors[0], errors[1]);
     }
 }
