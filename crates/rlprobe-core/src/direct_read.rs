@@ -240,18 +240,19 @@ impl Decoder {
         let mut have_dictionary = false;
         let mut read = 0usize;
         while let Some(page) = pages.get_next_page()? {
-            let n = match page {
+            // each page's values and levels, then one fill for either page version
+            let (n, set, encoding, values) = match &page {
                 Page::DictionaryPage {
                     buf, num_values, ..
                 } => {
                     // a chunk's dictionary holds at most one entry per value: a larger count
                     // is damage, not a reason to reserve its size
-                    let n = num_values as usize;
+                    let n = *num_values as usize;
                     if n > rows {
                         return Err(bad(format!("a dictionary of {n} entries for {rows} rows")));
                     }
                     let body =
-                        decompress(&mut self.zstd, &mut self.page, &buf, compressed, 64 + n * 8)?;
+                        decompress(&mut self.zstd, &mut self.page, buf, compressed, 64 + n * 8)?;
                     self.dictionary.clear();
                     plain(body, n, &mut self.dictionary, |b| b)?;
                     have_dictionary = true;
@@ -264,13 +265,13 @@ impl Decoder {
                     def_level_encoding,
                     ..
                 } => {
-                    let n = num_values as usize;
+                    let n = *num_values as usize;
                     // before anything is sized by it
                     check_rows(read, n, rows)?;
                     let body =
-                        decompress(&mut self.zstd, &mut self.page, &buf, compressed, bound(n))?;
+                        decompress(&mut self.zstd, &mut self.page, buf, compressed, bound(n))?;
                     let (set, values) = if optional {
-                        if def_level_encoding != Encoding::RLE {
+                        if *def_level_encoding != Encoding::RLE {
                             return Err(bad(format!(
                                 "definition levels encoded {def_level_encoding}"
                             )));
@@ -287,17 +288,7 @@ impl Decoder {
                     } else {
                         (n, body)
                     };
-                    fill_page(
-                        col,
-                        stored,
-                        encoding,
-                        values_of(set, values),
-                        (set < n).then_some(self.levels.as_slice()),
-                        have_dictionary.then_some(self.dictionary.as_slice()),
-                        &mut self.indices,
-                        &mut self.bits,
-                    )?;
-                    n
+                    (n, set, *encoding, values)
                 }
                 Page::DataPageV2 {
                     buf,
@@ -308,9 +299,9 @@ impl Decoder {
                     is_compressed,
                     ..
                 } => {
-                    let n = num_values as usize;
+                    let n = *num_values as usize;
                     check_rows(read, n, rows)?;
-                    let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
+                    let (rep, def) = (*rep_levels_byte_len as usize, *def_levels_byte_len as usize);
                     let levels = buf
                         .get(rep..rep + def)
                         .ok_or_else(|| bad("definition levels past the page's end".into()))?;
@@ -323,22 +314,22 @@ impl Decoder {
                         &mut self.zstd,
                         &mut self.page,
                         &buf[rep + def..],
-                        compressed && is_compressed,
+                        compressed && *is_compressed,
                         bound(n),
                     )?;
-                    fill_page(
-                        col,
-                        stored,
-                        encoding,
-                        values_of(set, body),
-                        (set < n).then_some(self.levels.as_slice()),
-                        have_dictionary.then_some(self.dictionary.as_slice()),
-                        &mut self.indices,
-                        &mut self.bits,
-                    )?;
-                    n
+                    (n, set, *encoding, body)
                 }
             };
+            fill_page(
+                col,
+                stored,
+                encoding,
+                values_of(set, values),
+                (set < n).then_some(self.levels.as_slice()),
+                have_dictionary.then_some(self.dictionary.as_slice()),
+                &mut self.indices,
+                &mut self.bits,
+            )?;
             read += n;
         }
         if read != rows {
