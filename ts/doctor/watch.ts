@@ -7,7 +7,8 @@ import { RlprobeError } from '../errors.js';
 import { processAlive } from '../process/alive.js';
 import { RunReader } from '../reader/run-reader.js';
 import { diagnose } from './diagnose.js';
-import { atLeast, SEVERITY_RANK } from './finding.js';
+import { atLeast } from './finding.js';
+import { FindingLedger, diagnosisDue } from './follow.js';
 import { formatConfidence } from './format.js';
 import type { Finding, Severity } from './finding.js';
 
@@ -46,7 +47,7 @@ export interface TickResult {
  */
 export class RunWatcher {
   private fingerprint = '';
-  private readonly reported = new Map<string, { severity: Severity; last: number }>();
+  private readonly ledger = new FindingLedger();
   private halted: Finding | null = null;
   private sawEnd = false;
   private rowsDiagnosed = -1;
@@ -71,13 +72,13 @@ export class RunWatcher {
     this.sawEnd = !open;
     // re-diagnose as the run grows by a fiftieth (as the live doctor does), and at the end:
     // each look re-reads the run, so looking on every new part would cost O(n²) in all
-    const due = rows >= this.rowsDiagnosed + Math.max(1, Math.floor(this.rowsDiagnosed / 50));
+    const due = diagnosisDue(rows, this.rowsDiagnosed);
     if (fingerprint === this.fingerprint || (open && !due)) return { findings: [], halt: null, ended, points: this.points };
     this.fingerprint = fingerprint;
     this.rowsDiagnosed = rows;
     const d = diagnose(reader);
     this.points = d.points;
-    const fresh = d.findings.filter((f) => this.isNew(f));
+    const fresh = d.findings.filter((f) => this.ledger.isNew(f));
     let halt: HaltAction | null = null;
     for (const f of fresh) {
       const { haltOn, minConfidence } = this.options;
@@ -112,14 +113,6 @@ export class RunWatcher {
   /** False once `haltPid` is gone (without a pid to watch, the events decide). */
   private trainerAlive(): boolean {
     return this.options.haltPid === undefined || processAlive(this.options.haltPid);
-  }
-
-  private isNew(f: Finding): boolean {
-    const seen = this.reported.get(f.code);
-    const fresh = !seen || SEVERITY_RANK[f.severity] > SEVERITY_RANK[seen.severity] || f.onset_step > seen.last;
-    const severity = seen && SEVERITY_RANK[seen.severity] > SEVERITY_RANK[f.severity] ? seen.severity : f.severity;
-    this.reported.set(f.code, { severity, last: Math.max(seen?.last ?? -Infinity, f.last_step) });
-    return fresh;
   }
 
   /** Records `auto_halt` in the run and carries out the halt actions. */

@@ -15,7 +15,7 @@ import { buildReport } from '../report/build-report.js';
 import { renderMarkdown } from '../report/markdown.js';
 import { boundJson, jsonSafe } from './clip.js';
 import { openRun } from './open-run.js';
-import { findRuns } from './run-finder.js';
+import { findRuns } from '../reader/run-finder.js';
 import type { ToolContext } from './tool.js';
 import { spanTree } from './tools/span-tree.js';
 import { trial } from './tools/trial.js';

@@ -8,6 +8,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
+import { inside } from '../files/inside.js';
 import { ToolError } from './tool-error.js';
 
 interface Root {
@@ -15,11 +16,6 @@ interface Root {
   given: string;
   /** With every link followed. */
   real: string;
-}
-
-function inside(dir: string, p: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 export class RunRoots {

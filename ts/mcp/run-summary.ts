@@ -12,7 +12,7 @@ import { runStatus, settleRunStatus } from '../reader/run-status.js';
 import { writerLock } from '../reader/writer-lock.js';
 import { SurfaceReads } from '../reader/surface-reads.js';
 import type { RunEvent } from '../schema/event.js';
-import { runState } from './run-state.js';
+import { runState } from '../reader/run-state.js';
 import { FindingCountsSchema, RunStatusSchema } from './schemas.js';
 import { line, num } from './text.js';
 

@@ -1,7 +1,7 @@
 /** Pieces of the tools' output schemas that several tools share. */
 import { z } from 'zod';
 
-import { RUN_STATUSES } from './run-state.js';
+import { RUN_STATUSES } from '../reader/run-state.js';
 
 /** A recorded number: NaN and ±Infinity as strings (JSON has no such numbers). */
 export const JsonNumberSchema = z.union([z.number(), z.enum(['NaN', 'Infinity', '-Infinity'])]);

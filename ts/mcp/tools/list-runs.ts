@@ -6,7 +6,7 @@ import { RunReader } from '../../reader/run-reader.js';
 import { cursorArg } from '../args.js';
 import { readCursor } from '../cursor.js';
 import { itemBytes, pageOf } from '../paging.js';
-import { findRuns, SEARCH_DEPTH } from '../run-finder.js';
+import { findRuns, SEARCH_DEPTH } from '../../reader/run-finder.js';
 import { RunSummarySchema, summarizeRun, summaryText } from '../run-summary.js';
 import type { RunSummary } from '../run-summary.js';
 import { NextCursorSchema } from '../schemas.js';

@@ -3,7 +3,7 @@
  * reader's settled status (ts/reader/run-status.ts: ending events, then the writer lock and
  * the step layout) in the words the MCP tools use.
  */
-import type { RunStatus } from '../reader/run-status.js';
+import type { RunStatus } from './run-status.js';
 
 export const RUN_STATUSES = ['live', 'closed cleanly', 'ended without a close', 'unknown'] as const;
 export type RunLiveness = (typeof RUN_STATUSES)[number];
