@@ -425,6 +425,14 @@ export interface NativeStepFiles {
   damaged: Array<NativeSkippedFile>
 }
 
+export interface NativeStepsTail {
+  /** The row of the whole table that `table`'s first row is (at most the row asked for). */
+  firstRow: number
+  /** Rows of the whole table as this read listed them. */
+  totalRows: number
+  table: NativeStepTable
+}
+
 export interface NativeStepTable {
   rows: number
   columns: Array<NativeColumn>
@@ -448,6 +456,12 @@ export declare function readSpans(runDir: string, filter: NativeSpanFilter): Nat
 
 /** Reads a run's steps (each exactly once, whatever the layout), optionally only `columns`. */
 export declare function readSteps(runDir: string, columns?: Array<string> | undefined | null): NativeStepTable
+
+/**
+ * Reads the steps from the row group holding row `fromRow` to the end (a live reader's
+ * new rows), optionally only `columns`.
+ */
+export declare function readStepsFrom(runDir: string, fromRow: number, columns?: Array<string> | undefined | null): NativeStepsTail
 
 /**
  * The files holding a run directory's samples (not its rank sub-directories), and the

@@ -106,6 +106,7 @@ export const {
   readSampleTable,
   readSpans,
   readSteps,
+  readStepsFrom,
   sampleFiles,
   selectSamplesAsync,
   selectSamplesSync,

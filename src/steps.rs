@@ -57,6 +57,39 @@ pub fn read_steps(
     })
 }
 
+#[napi(object)]
+pub struct NativeStepsTail {
+    /// The row of the whole table that `table`'s first row is (at most the row asked for).
+    pub first_row: u32,
+    /// Rows of the whole table as this read listed them.
+    pub total_rows: u32,
+    pub table: NativeStepTable,
+}
+
+/// Reads the steps from the row group holding row `fromRow` to the end (a live reader's
+/// new rows), optionally only `columns`.
+#[napi(catch_unwind)]
+pub fn read_steps_from(
+    env: Env,
+    run_dir: String,
+    from_row: u32,
+    columns: Option<Vec<String>>,
+) -> Result<NativeStepsTail> {
+    guard(|| {
+        let tail = rlprobe_core::read_steps_from(
+            &PathBuf::from(run_dir),
+            from_row as usize,
+            columns.as_deref(),
+        )
+        .map_err(js)?;
+        Ok(NativeStepsTail {
+            first_row: tail.first_row as u32,
+            total_rows: tail.total_rows as u32,
+            table: steps_to_js(&env, tail.table)?,
+        })
+    })
+}
+
 fn steps_to_js(env: &Env, table: rlprobe_core::Table) -> Result<NativeStepTable> {
     let rows = table.rows as u32;
     let mut out = Vec::with_capacity(table.columns.len());

@@ -11,9 +11,10 @@ import { describe, test } from 'node:test';
 
 import { Recorder, RunReader } from '../ts/index.js';
 import type { RunEvent } from '../ts/index.js';
-import { MAX_EVENT_LINE_BYTES, fileLines, readEventsFile, streamEventsFile } from '../ts/reader/events-file.js';
+import { MAX_EVENT_LINE_BYTES, fileLines, readEventsFile, readEventsFrom, streamEventsFile } from '../ts/reader/events-file.js';
 import { RunEventSchema } from '../ts/schema/event.js';
 import { spawnChild, waitForExit } from './helpers/child.js';
+import { QUIET } from './helpers/fixtures.js';
 import { openRun, tempRunDir } from './helpers/run-dir.js';
 
 function line(kind: string, timestamp: number, extra: Record<string, unknown> = {}): string {
@@ -103,6 +104,60 @@ describe('streaming events.jsonl', () => {
     const last = readEventsFile(file, undefined, undefined, 3);
     assert.deepEqual(last.events.map((e) => e.data.i), [4997, 4998, 4999]);
     assert.deepEqual(readEventsFile(file, undefined, undefined, 0).events, []);
+  });
+});
+
+describe('following events.jsonl from an offset', () => {
+  test('complete lines only, in any chunk size; a torn line waits for its newline; a shorter or other file starts again', (t) => {
+    const dir = tempRunDir(t);
+    const file = path.join(dir, 'events.jsonl');
+    const a = line('a', 1, { text: 'ünï ✓' });
+    const b = line('b', 2);
+    writeFileSync(file, `${a}\n\nnot json\n${b.slice(0, 20)}`);
+    for (const chunkBytes of [1, 3, 7, 64, 1 << 20]) {
+      const first = readEventsFrom(file, 0, { chunkBytes });
+      assert.deepEqual(first.events.map((e) => e.kind), ['a'], `chunk ${chunkBytes}`);
+      assert.equal(first.events[0].data.text, 'ünï ✓');
+      assert.equal(first.skippedLines, 1, 'the garbage line');
+      assert.equal(first.next, Buffer.byteLength(`${a}\n\nnot json\n`), 'the torn line is not consumed');
+    }
+    const first = readEventsFrom(file, 0);
+    writeFileSync(file, `${a}\n\nnot json\n${b}\n${line('c', 3)}\n`);
+    const second = readEventsFrom(file, first.next, { ino: first.ino, chunkBytes: 5 });
+    assert.deepEqual(second.events.map((e) => e.kind), ['b', 'c']);
+    assert.equal(second.restarted, false);
+    assert.equal(second.next, statSync(file).size);
+    const none = readEventsFrom(file, second.next, { ino: second.ino });
+    assert.deepEqual([none.events.length, none.next], [0, second.next]);
+    // replaced by a shorter file: read from its start
+    writeFileSync(file, `${line('d', 4)}\n`);
+    const again = readEventsFrom(file, second.next, { ino: second.ino });
+    assert.equal(again.restarted, true);
+    assert.deepEqual(again.events.map((e) => e.kind), ['d']);
+    // replaced by another file at least as long (another inode): read from its start too
+    const other = path.join(dir, 'other.jsonl');
+    writeFileSync(other, `${line('e', 5)}\n${line('f', 6)}\n`);
+    rmSync(file);
+    writeFileSync(file, `${line('e', 5)}\n${line('f', 6)}\n`);
+    const replaced = readEventsFrom(file, again.next, { ino: again.ino });
+    assert.equal(replaced.restarted, replaced.ino !== again.ino);
+    if (replaced.restarted) assert.deepEqual(replaced.events.map((e) => e.kind), ['e', 'f']);
+    // no file yet: nothing, from 0
+    assert.deepEqual(readEventsFrom(path.join(dir, 'none.jsonl'), 0).events, []);
+  });
+
+  test('RunReader.eventsFrom tails a recording as it writes', (t) => {
+    const dir = path.join(tempRunDir(t), 'run');
+    const rec = new Recorder(dir, QUIET);
+    const reader = RunReader.open(dir);
+    const first = reader.eventsFrom(0);
+    rec.logEvent('checkpoint', { message: 'saved', step: 3 });
+    rec.flushSync();
+    const next = reader.eventsFrom(first.next, first.ino);
+    assert.deepEqual(next.events.map((e) => e.kind), ['checkpoint']);
+    rec.close();
+    const end = reader.eventsFrom(next.next, next.ino);
+    assert.ok(end.events.some((e) => e.kind === 'recorder_close'), end.events.map((e) => e.kind).join());
   });
 });
 

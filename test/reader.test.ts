@@ -234,6 +234,66 @@ describe('step layouts', () => {
   });
 });
 
+describe('stepTableFrom: a follower reads only new rows', () => {
+  /** The table's columns as plain arrays (NaN where a row has no value). */
+  const cells = (t: { columns: Array<{ name: string; values: Float64Array; valid?: Uint8Array | null }> }) =>
+    Object.fromEntries(t.columns.map((c) => [c.name, Array.from(c.values, (v, i) => (c.valid && !c.valid[i] ? null : v))]));
+
+  test('tails read while a run records, then after its compaction, chain into the whole table', () => {
+    const dir = path.join(tempDir(), 'run');
+    const rec = new Recorder(dir, { ...QUIET, flushSteps: 1000 });
+    const reader = RunReader.open(dir);
+    const chained: Record<string, Array<number | null>> = {};
+    let read = 0;
+    const follow = () => {
+      const tail = reader.stepTableFrom(read);
+      assert.ok(tail.firstRow <= read, `starts at ${tail.firstRow}, asked ${read}`);
+      assert.equal(tail.firstRow + tail.table.rows, tail.totalRows);
+      const skip = read - tail.firstRow;
+      for (const [name, values] of Object.entries(cells(tail.table))) {
+        // a column first met now had no value in the rows read before
+        chained[name] ??= Array(read).fill(null);
+        chained[name].push(...values.slice(skip));
+      }
+      read = tail.totalRows;
+      for (const values of Object.values(chained)) while (values.length < read) values.push(null);
+    };
+    try {
+      assert.equal(reader.stepTableFrom(0).totalRows, 0);
+      for (let step = 0; step < 60; step++) {
+        rec.logStep({ step, loss: step * 2, ...(step >= 40 ? { extra: { late: step } } : {}) });
+        if (step % 7 === 6) {
+          rec.flushSync();
+          follow();
+        }
+      }
+      rec.flushSync();
+      follow();
+      assert.equal(read, 60);
+      // nothing new: an empty tail that still counts the rows
+      const none = reader.stepTableFrom(60, ['loss']);
+      assert.deepEqual([none.firstRow, none.totalRows, none.table.rows], [60, 60, 0]);
+      rec.close();
+      // compacted now: one file of one row group, so a tail from row 30 starts at row 0
+      const late = reader.stepTableFrom(30, ['step', 'extra.late']);
+      assert.equal(late.totalRows, 60);
+      assert.deepEqual(cells(late.table)['extra.late'].slice(30 - late.firstRow), [...Array(10).fill(null), ...Array.from({ length: 20 }, (_, i) => 40 + i)]);
+      const whole = cells(reader.stepTable());
+      assert.deepEqual(Object.keys(chained).sort(), Object.keys(whole).sort());
+      for (const name of Object.keys(whole)) assert.deepEqual(chained[name], whole[name], name);
+    } finally {
+      rec.close();
+    }
+  });
+
+  test('a row number that is not one is refused, naming it', () => {
+    const dir = path.join(tempDir(), 'run');
+    new Recorder(dir, QUIET).close();
+    throwsCode(() => RunReader.open(dir).stepTableFrom(-1), 'RLPROBE_INVALID_OPTION', /fromRow.*-1/);
+    throwsCode(() => RunReader.open(dir).stepTableFrom(1.5), 'RLPROBE_INVALID_OPTION', /1\.5/);
+  });
+});
+
 describe('events.jsonl', () => {
   test('a torn last line, a garbage line, a non-event line and a blank line are skipped', () => {
     const dir = path.join(tempDir(), 'run');

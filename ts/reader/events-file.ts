@@ -1,4 +1,4 @@
-import { closeSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 
 import type { RunEvent } from '../schema/event.js';
 import { parseRunEvent } from '../schema/event-check.js';
@@ -141,4 +141,79 @@ export function readEventsFile(
   }
   if (last !== undefined) events = events.slice(Math.max(0, events.length - last));
   return { events, skippedLines: diagnostics.skippedLines };
+}
+
+/** What a follower read of events.jsonl since its last offset. */
+export interface EventsFrom extends EventsRead {
+  /** Where the next read starts: after the last complete line read. */
+  next: number;
+  /** The file was shorter than the offset (replaced or truncated): read again from its start. */
+  restarted: boolean;
+  /** The file's inode, so a follower notices a file replaced by one as long. */
+  ino: number;
+}
+
+/**
+ * The complete lines of `file` from byte `offset` on, as events: a line still being
+ * written (no newline yet) is left for the next read, so a follower never sees it torn.
+ * A file shorter than `offset`, or another file (`ino` differs), is read from its start.
+ * A line longer than MAX_EVENT_LINE_BYTES is skipped and counted.
+ */
+export function readEventsFrom(
+  file: string,
+  offset: number,
+  options: { migrate?: EventsFileOptions['migrate']; ino?: number; chunkBytes?: number } = {},
+): EventsFrom {
+  const fd = openRegularFile(file, 'RLPROBE_IO', 'move it out of the run directory to read the rest (the run has no readable events then)');
+  if (fd === null) return { events: [], skippedLines: 0, next: 0, restarted: offset > 0, ino: 0 };
+  try {
+    const stat = fstatSync(fd);
+    const restarted = stat.size < offset || (options.ino !== undefined && options.ino !== 0 && options.ino !== stat.ino);
+    let at = restarted ? 0 : offset;
+    const events: RunEvent[] = [];
+    let skippedLines = 0;
+    const chunk = Buffer.allocUnsafe(Math.max(1, Math.min(options.chunkBytes ?? EVENTS_CHUNK_BYTES, MAX_EVENT_LINE_BYTES + 1)));
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let overlong = false;
+    let pos = at;
+    while (pos < stat.size) {
+      const n = readSync(fd, chunk, 0, Math.min(chunk.length, stat.size - pos), pos);
+      if (n === 0) break;
+      const bytes = chunk.subarray(0, n);
+      let start = 0;
+      for (let nl = bytes.indexOf(NEWLINE, start); nl >= 0; nl = bytes.indexOf(NEWLINE, start)) {
+        if (!overlong && pendingBytes + (nl - start) > MAX_EVENT_LINE_BYTES) overlong = true;
+        if (overlong) {
+          skippedLines++;
+        } else {
+          const line = Buffer.concat([...pending, bytes.subarray(start, nl)], pendingBytes + nl - start).toString('utf8');
+          if (line.trim() !== '') {
+            const event = parseEventLine(line, options.migrate);
+            if (event === null) skippedLines++;
+            else events.push(event);
+          }
+        }
+        pending = [];
+        pendingBytes = 0;
+        overlong = false;
+        start = nl + 1;
+        at = pos + start;
+      }
+      // the start of a line that goes on past this chunk (copied: the chunk is reused)
+      if (!overlong && pendingBytes + (n - start) > MAX_EVENT_LINE_BYTES) {
+        overlong = true;
+        pending = [];
+        pendingBytes = 0;
+      }
+      if (!overlong && start < n) {
+        pending.push(Buffer.from(bytes.subarray(start, n)));
+        pendingBytes += n - start;
+      }
+      pos += n;
+    }
+    return { events, skippedLines, next: at, restarted, ino: stat.ino };
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -2,15 +2,15 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError, native } from '../errors.js';
-import { readSteps, sampleFiles, spanFiles, stepColumns, stepFiles } from '../native.js';
+import { readSteps, readStepsFrom, sampleFiles, spanFiles, stepColumns, stepFiles } from '../native.js';
 import type { NativeSkippedFile, NativeStepTable } from '../native.js';
 import type { RunEvent } from '../schema/event.js';
 import type { RunManifest } from '../schema/manifest.js';
 import { parseRunManifest } from '../schema/manifest-check.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { StoredStepRecord } from '../schema/step-record.js';
-import { readEventsFile, streamEventsFile } from './events-file.js';
-import type { EventsDiagnostics, EventsRead } from './events-file.js';
+import { readEventsFile, readEventsFrom, streamEventsFile } from './events-file.js';
+import type { EventsDiagnostics, EventsFrom, EventsRead } from './events-file.js';
 import { readRegularFile } from '../files/regular-file.js';
 import { planRead } from './migrations.js';
 import type { Migration, ReadAdapter } from './migrations.js';
@@ -242,6 +242,22 @@ export class RunReader {
     return table;
   }
 
+  /**
+   * The steps a follower has not read yet: the rows from the file row group holding row
+   * `fromRow` to the end (rows only append: parts are appended, a compaction keeps their
+   * order). `firstRow` (≤ fromRow) is the row the table starts at; `totalRows` counts the
+   * whole table as this read listed it.
+   */
+  stepTableFrom(fromRow: number, columns?: string[]): { firstRow: number; totalRows: number; table: NativeStepTable } {
+    if (!Number.isInteger(fromRow) || fromRow < 0 || fromRow > 0xffffffff) {
+      throw new RlprobeError('RLPROBE_INVALID_OPTION', `stepTableFrom: fromRow: expected a row number from 0 (got ${fromRow})`);
+    }
+    const a = this.adapter;
+    const tail = native(() => readStepsFrom(this.runDir, fromRow, columns && a.migrated ? columns.map((c) => a.physicalStepColumn(c)) : columns));
+    if (a.migrated) for (const col of tail.table.columns) col.name = a.currentStepColumn(col.name);
+    return tail;
+  }
+
   /** Every step as a record, dicts (`reward_components`, `extra`) and lists rebuilt. */
   steps(): StoredStepRecord[] {
     return rowsOf(this.stepTable());
@@ -471,6 +487,15 @@ export class RunReader {
       yield heads[at]!;
       heads[at] = nextKept(streams[at], keep);
     }
+  }
+
+  /**
+   * The run's (rank 0) events written since byte `offset` of its events.jsonl, complete
+   * lines only, and where the next read starts: what a follower tails without reading
+   * the file again (`ino` from the last read notices a replaced file).
+   */
+  eventsFrom(offset: number, ino?: number): EventsFrom {
+    return readEventsFrom(path.join(this.runDir, 'events.jsonl'), offset, { migrate: this.eventMigration(), ino });
   }
 
   /** events.jsonl of the run and of each rank directory, in rank order. */

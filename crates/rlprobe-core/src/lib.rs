@@ -53,6 +53,6 @@ pub(crate) mod testutil;
 
 pub use compact::{compact_steps, CompactReport};
 pub use error::{Code, Error, Result};
-pub use steps_files::read_steps;
+pub use steps_files::{read_steps, read_steps_from, StepsTail};
 pub use table::{ColumnBuf, ColumnValues, Table};
 pub use writer::{CloseReport, CountersSnapshot, Recorder, RecorderOptions};

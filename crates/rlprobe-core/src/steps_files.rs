@@ -246,6 +246,53 @@ pub fn read_steps(run_dir: &Path, columns: Option<&[String]>) -> Result<Table> {
     read_steps_on(run_dir, columns, None)
 }
 
+/// The steps a live reader has not seen yet: the rows from the row group holding `from_row`
+/// to the end. Rows only ever append (parts are appended, a compaction keeps their order),
+/// so a follower that read `from_row` rows before reads only what is new; the table may
+/// start a little earlier, at its row group's first row.
+pub struct StepsTail {
+    /// The row of the whole table that the tail's first row is (≤ `from_row`).
+    pub first_row: usize,
+    /// Rows of the whole table as this read listed it.
+    pub total_rows: usize,
+    pub table: Table,
+}
+
+/// Reads the rows of `run_dir`'s steps from the row group holding `from_row` onward
+/// (all columns, or only `columns`, in canonical order); see [`StepsTail`].
+pub fn read_steps_from(
+    run_dir: &Path,
+    from_row: usize,
+    columns: Option<&[String]>,
+) -> Result<StepsTail> {
+    let sources = open_step_sources(run_dir)?;
+    sources.require_readable()?;
+    let mut share: RowShare = Vec::new();
+    let mut at = 0usize;
+    let mut first_row = None;
+    for (i, s) in sources.sources.iter().enumerate() {
+        let meta = s.file.metadata();
+        for g in 0..meta.num_row_groups() {
+            let n = meta.row_group(g).num_rows() as usize;
+            if first_row.is_some() || at + n > from_row {
+                first_row.get_or_insert(at);
+                match share.last_mut() {
+                    Some((file, groups)) if *file == i => groups.push(g),
+                    _ => share.push((i, vec![g])),
+                }
+            }
+            at += n;
+        }
+    }
+    let mut table = read_row_share(&sources, columns, &share, None)?;
+    table.sort_columns();
+    Ok(StepsTail {
+        first_row: first_row.unwrap_or(at),
+        total_rows: at,
+        table,
+    })
+}
+
 /// `read_steps` on `threads` decoding threads (None: as many as pay off here).
 fn read_steps_on(
     run_dir: &Path,
@@ -603,6 +650,55 @@ mod tests {
                 assert_eq!(cells(&many), cells(&one), "{only:?} on {threads} threads");
             }
         }
+    }
+
+    #[test]
+    fn a_tail_read_is_the_suffix_of_the_whole_read_whatever_the_layout() {
+        let run = tempdir("tail-read");
+        write_part(&run, 0, 0..150_000, &["loss"]);
+        compact_steps(&run).unwrap();
+        write_part(&run, 1, 150_000..150_010, &["loss", "extra.late"]);
+        write_part(&run, 2, 150_010..150_020, &[]);
+        let whole = read_steps(&run, None).unwrap();
+        // a column no file of the tail holds is no column of it: compare the columns with a value
+        let suffix = |from: usize| -> Vec<(String, Vec<Option<f64>>)> {
+            cells(&whole)
+                .into_iter()
+                .map(|(n, v)| (n, v[from..].to_vec()))
+                .filter(|(n, v)| n == "step" || v.iter().any(Option::is_some))
+                .collect()
+        };
+        for from in [0, 1, 70_000, 149_999, 150_000, 150_005, 150_019] {
+            let tail = read_steps_from(&run, from, None).unwrap();
+            assert_eq!(tail.total_rows, 150_020);
+            assert!(
+                tail.first_row <= from,
+                "{from}: starts at {}",
+                tail.first_row
+            );
+            assert_eq!(tail.table.rows, 150_020 - tail.first_row, "{from}");
+            let got: Vec<_> = cells(&tail.table)
+                .into_iter()
+                .filter(|(n, v)| n == "step" || v.iter().any(Option::is_some))
+                .collect();
+            assert_eq!(got, suffix(tail.first_row), "from {from}");
+        }
+        // parts are one row group each: a tail inside the parts starts at its part
+        let tail = read_steps_from(&run, 150_012, None).unwrap();
+        assert_eq!(tail.first_row, 150_010);
+        // nothing new: no rows, the total still counted
+        let none = read_steps_from(&run, 150_020, Some(&["loss".to_string()])).unwrap();
+        assert_eq!(
+            (none.first_row, none.total_rows, none.table.rows),
+            (150_020, 150_020, 0)
+        );
+        // after a compaction of the parts, the same rows are where they were
+        compact_steps(&run).unwrap();
+        let after = read_steps_from(&run, 150_005, Some(&["step".to_string()])).unwrap();
+        assert!(after.first_row <= 150_005);
+        let steps = after.table.column("step").unwrap();
+        assert_eq!(steps.scalar(150_005 - after.first_row), Some(150_005.0));
+        assert_eq!(after.table.rows, 150_020 - after.first_row);
     }
 
     #[test]
