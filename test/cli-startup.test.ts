@@ -71,6 +71,7 @@ const HEAVY: ReadonlyArray<{ name: string; pattern: RegExp }> = [
   { name: 'the importers (ts/import)', pattern: /\/ts\/import\// },
   { name: 'the diff (ts/diff)', pattern: /\/ts\/diff\// },
   { name: 'the benchmarks (ts/bench)', pattern: /\/ts\/bench\// },
+  { name: 'the dashboard server (ts/serve)', pattern: /\/ts\/serve\// },
 ];
 
 /** The capture machinery (collecting, ledgers, trajectories): listing a run's trials reads only capture-files.ts. */
@@ -159,7 +160,7 @@ describe('probe start-up loads only what the command needs', () => {
     assert.ok(found.some((v) => v.startsWith('the native addon')), `the tracer saw the native addon load:\n  ${found.join('\n  ')}`);
   });
 
-  for (const args of [['--version'], ['--help'], ['report', '--help'], ['mcp', '--help'], ['import', 'tensorboard', '--help'], ['sql', '--help']]) {
+  for (const args of [['--version'], ['--help'], ['report', '--help'], ['mcp', '--help'], ['serve', '--help'], ['import', 'tensorboard', '--help'], ['sql', '--help']]) {
     test(`probe ${args.join(' ')}: no heavy module, not even the native addon`, async () => {
       const r = await traced(args);
       assertOk(r, `probe ${args.join(' ')}`);

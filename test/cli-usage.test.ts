@@ -247,6 +247,9 @@ describe('every command validates its options the same way', { concurrency: true
     [() => ['report', run, '--steps', '10,x'], '--steps', '10,x'],
     [() => ['report', run, '--format', 'pdf'], '--format', 'pdf', /html, md or both/],
     [() => ['report', run, '--buckets', 'x'], '--buckets', 'x'],
+    [() => ['serve', notARun, '--port', '70000'], '--port', '70000', /0\.\.65535/],
+    [() => ['serve', notARun, '--port', 'x'], '--port', 'x'],
+    [() => ['serve', notARun, '--interval', '5'], '--interval', '5', /100\.\.60000/],
   ];
   for (const [args, option, value, expected] of cases) {
     test(`${option} ${value}`, { timeout: 30_000 }, async () => {

@@ -264,6 +264,13 @@ describe('npm install rlprobe from a registry, with no Rust', { skip, timeout: 1
     const doctor = JSON.parse(ok(run('npx', ['probe', 'doctor', runDir, '--json'], project, env), 'npx probe doctor --json'));
     assert.ok(Array.isArray(doctor.findings), `probe doctor --json has no findings array: ${JSON.stringify(doctor).slice(0, 200)}`);
 
+    // probe serve from the installed package: the page and its assets ship in it
+    writeFileSync(path.join(project, 'serve-check.mjs'), readFileSync(path.join(FIXTURES, 'serve-check.mjs')));
+    const served = JSON.parse(ok(run('node', ['serve-check.mjs', path.join(project, 'runs')], project, env), 'probe serve from the package'));
+    assert.deepEqual(Object.values(served.status), [200, 200, 200, 200, 200, 200], JSON.stringify(served.status));
+    assert.ok(served.runs.some((r: { rows: number }) => r.rows === STEPS), JSON.stringify(served.runs));
+    assert.equal(served.exit, 0);
+
     // the declarations as a user's compiler sees them, under both resolution modes
     const tsc = path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     writeFileSync(path.join(project, 'typed.mts'), readFileSync(path.join(FIXTURES, 'typed.mts')));

@@ -7,6 +7,7 @@ import { EventsCommand } from './commands/events.js';
 import { ImportJsonlCommand, ImportTensorboardCommand, ImportTrlCommand, ImportVerlCommand } from './commands/import.js';
 import { InfoCommand } from './commands/info.js';
 import { McpCommand } from './commands/mcp.js';
+import { ServeCommand } from './commands/serve.js';
 import { ReportCommand } from './commands/report.js';
 import { SampleCommand } from './commands/sample.js';
 import { SamplesCommand } from './commands/samples.js';
@@ -61,6 +62,7 @@ export function buildCli(): ProbeCli {
   cli.register(ImportTensorboardCommand);
   cli.register(ScaleBenchCommand);
   cli.register(McpCommand);
+  cli.register(ServeCommand);
   return cli;
 }
 

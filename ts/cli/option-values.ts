@@ -100,6 +100,11 @@ const keyValue: Parse<[string, string]> = (text) => {
 
 /** An integer ≥ 0 (a step, a count where 0 often means "all"). */
 export const isCount = optionValue('an integer ≥ 0', integer(0));
+/** A TCP port: an integer 0..65535 (0: the system picks a free one). */
+export const isPort = optionValue('a port number in 0..65535', (text) => {
+  const n = integer(0)(text);
+  return n !== undefined && n <= 65535 ? n : undefined;
+});
 /** An integer ≥ 1. */
 export const isPositive = optionValue('an integer ≥ 1', integer(1));
 export const isStepRange = optionValue('FROM..TO, two steps with FROM ≤ TO, e.g. 100..200', stepRange);

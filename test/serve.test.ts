@@ -1,0 +1,322 @@
+/**
+ * `probe serve` without a browser: discovery (nested runs, runs that appear later, rank
+ * directories and links out of the folder left out), the JSON API over the library, the
+ * event stream of a run recorded in a child (series deltas from new rows only, findings,
+ * the badge when the writer is killed), and the refusals: paths, methods, hosts, keys.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { RunReader } from '../ts/index.js';
+import { CONTENT_SECURITY_POLICY } from '../ts/serve/http.js';
+import { runKey } from '../ts/serve/run-index.js';
+import { startServe } from '../ts/serve/server.js';
+import type { Serving } from '../ts/serve/server.js';
+import { freshTempDir, spawnChild, waitForExit } from './helpers/child.js';
+import type { RunningChild } from './helpers/child.js';
+import { cleanupTempDirs } from './helpers/fixtures.js';
+import { HOSTILE_TEXT } from './helpers/report-runs.js';
+import { interopPython, runPython } from './helpers/python.js';
+import { HOSTILE_ID, makeServeFleet } from './helpers/serve-runs.js';
+import type { ServeFleet } from './helpers/serve-runs.js';
+import { realpathSync } from 'node:fs';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** A raw GET (or another method): the path is sent as written, never normalised. */
+function get(port: number, rawPath: string, options: { method?: string; host?: string } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: rawPath, method: options.method ?? 'GET', headers: { Host: options.host ?? `127.0.0.1:${port}` } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function getJson(port: number, p: string): Promise<any> {
+  const a = await get(port, p);
+  assert.equal(a.status, 200, `${p}: ${a.body}`);
+  return JSON.parse(a.body);
+}
+
+interface StreamEvent {
+  event: string;
+  data: any;
+  at: number;
+}
+
+/** An event-stream client: every event with when it arrived. */
+function openStream(port: number, runs: string[]): { events: StreamEvent[]; close: () => void; waitFor: (pred: (e: StreamEvent) => boolean, timeoutMs: number, what: string) => Promise<StreamEvent> } {
+  const events: StreamEvent[] = [];
+  let buffer = '';
+  const req = request({ host: '127.0.0.1', port, path: `/api/stream?runs=${runs.join(',')}`, headers: { Host: `127.0.0.1:${port}` } }, (res) => {
+    res.setEncoding('utf8');
+    res.on('data', (text: string) => {
+      buffer += text;
+      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data) events.push({ event, data: JSON.parse(data), at: Date.now() });
+      }
+    });
+  });
+  req.on('error', () => undefined);
+  req.end();
+  const waitFor = async (pred: (e: StreamEvent) => boolean, timeoutMs: number, what: string) => {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = events.find(pred);
+      if (hit) return hit;
+      if (Date.now() > until) throw new Error(`no ${what} within ${timeoutMs} ms; events: ${events.map((e) => e.event).join(' ')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  return { events, close: () => req.destroy(), waitFor };
+}
+
+after(cleanupTempDirs);
+
+describe('probe serve over a folder of runs', () => {
+  let fleet: ServeFleet;
+  let serving: Serving;
+  let runs: any[];
+  const keyOf = (dir: string) => runKey(realpathSync(dir));
+
+  before(async () => {
+    fleet = await makeServeFleet();
+    serving = await startServe({ roots: [fleet.root], port: 0, pollMs: 200, rescanMs: 300 });
+    await serving.ctx.diagnosis.idle();
+    runs = (await getJson(serving.port, '/api/runs')).runs;
+  });
+  after(async () => {
+    await serving?.close();
+  });
+
+  test('finds nested runs, not a rank directory inside a run, nor a run behind a link out of the folder', () => {
+    const paths = runs.map((r) => r.path).sort();
+    assert.deepEqual(paths, ['runs/deep/x/y/trial-run', `runs/${path.basename(fleet.runs.hostile)}`, 'runs/sweep/a-healthy', 'runs/sweep/b-collapse'].sort());
+    assert.ok(runs.every((r) => r.status.badge === 'closed'), JSON.stringify(runs.map((r) => r.status)));
+    const collapse = runs.find((r) => r.id === 'b-collapse');
+    assert.equal(collapse.key, keyOf(fleet.runs.collapse));
+    assert.deepEqual([collapse.rows, collapse.first_step, collapse.last_step, collapse.algorithm, collapse.model], [300, 0, 299, 'ppo', 'llama-1b']);
+    assert.equal(collapse.findings.critical, 1, JSON.stringify(collapse.findings));
+    assert.equal(runs.find((r) => r.id === 'a-healthy').findings.critical + runs.find((r) => r.id === 'a-healthy').findings.warn, 0);
+  });
+
+  test('one run: its info, chart points, findings with evidence, samples by the probe samples filters', async () => {
+    const key = keyOf(fleet.runs.collapse);
+    const info = await getJson(serving.port, `/api/runs/${key}`);
+    assert.equal(info.manifest.run_id, 'b-collapse');
+    assert.ok(info.charts.some((c: any) => c.id === 'entropy'));
+    const charts = await getJson(serving.port, `/api/runs/${key}/charts`);
+    assert.equal(charts.points.rows, 300);
+    // the same points the report's downsampling keeps: 300 rows below 2 × buckets stay whole
+    const entropy = RunReader.open(fleet.runs.collapse).view(['entropy_mean']).series('entropy_mean');
+    assert.equal(charts.points.series.entropy_mean.length, 300);
+    assert.ok(Math.abs(charts.points.series.entropy_mean[299] - entropy[299]) < 1e-5 * Math.abs(entropy[299]));
+    const findings = await getJson(serving.port, `/api/runs/${key}/findings`);
+    const f = findings.findings.find((x: any) => x.code === 'ENTROPY_COLLAPSE');
+    assert.ok(f, JSON.stringify(findings));
+    assert.equal(f.source, 'diagnosis');
+    const detail = await getJson(serving.port, `/api/runs/${key}/findings/ENTROPY_COLLAPSE`);
+    assert.equal(detail.finding.onset_step, f.onset_step);
+    assert.ok(Array.isArray(detail.samples));
+    const all = await getJson(serving.port, `/api/runs/${key}/samples?steps=10..19`);
+    // 12 samples a step, 8 kept: top 2, bottom 2, 4 at random
+    assert.equal(all.samples.length, 80);
+    const top = await getJson(serving.port, `/api/runs/${key}/samples?steps=10..19&reason=top_k`);
+    assert.equal(top.samples.length, 20);
+    assert.ok(top.samples.every((s: any) => s.capture_reason === 'top_k'));
+    const around = await getJson(serving.port, `/api/runs/${key}/samples?around_finding=ENTROPY_COLLAPSE`);
+    assert.ok(around.samples.every((s: any) => s.step >= f.onset_step && s.step <= f.last_step));
+    const bad = await get(serving.port, `/api/runs/${key}/samples?steps=9..x`);
+    assert.equal(bad.status, 400);
+    assert.match(JSON.parse(bad.body).error, /invalid steps "9\.\.x"/);
+    const unknown = await get(serving.port, `/api/runs/${key}/samples?around_finding=NOPE`);
+    assert.equal(unknown.status, 400);
+  });
+
+  test('a sample in full with its trial and its rollout span tree; a span with its trial', async () => {
+    const key = keyOf(fleet.runs.trial);
+    const d = await getJson(serving.port, `/api/runs/${key}/sample?step=3&id=s-17`);
+    assert.equal(d.sample.completion_text, 'hello world');
+    assert.equal(d.trial.sample_id, 's-17');
+    assert.equal(d.trial.outcome, 'finished');
+    assert.ok(d.tree, 'the rollout of the trial captured for the sample');
+    assert.equal(d.tree.root.span.kind, 'rollout');
+    const turn = d.tree.root.children[0];
+    assert.ok(turn, JSON.stringify(d.tree.root));
+    const span = await getJson(serving.port, `/api/runs/${key}/spans/${encodeURIComponent(turn.span.span_id)}`);
+    assert.equal(span.span.span_id, turn.span.span_id);
+    assert.equal(span.trial.capture_key, d.trial.capture_key);
+    assert.equal((await get(serving.port, `/api/runs/${key}/sample?step=3&id=nope`)).status, 404);
+    for (const q of ['id=s-17', 'step=&id=s-17', 'step=1e2&id=s-17', 'step=0x3&id=s-17', 'step=3&id=s-17&rank=', 'step=3&id=s-17&rank=-1', 'step=3']) {
+      const a = await get(serving.port, `/api/runs/${key}/sample?${q}`);
+      assert.equal(a.status, 400, `${q}: ${a.body}`);
+      assert.match(JSON.parse(a.body).error, /^invalid (step|rank|id) /, q);
+    }
+    assert.equal((await get(serving.port, `/api/runs/${key}/spans/nope`)).status, 404);
+  });
+
+  test('a hostile run answers its names and texts as data, byte for byte', async () => {
+    const key = keyOf(fleet.runs.hostile);
+    const row = runs.find((r) => r.key === key);
+    assert.equal(row.id, HOSTILE_ID);
+    const s = await getJson(serving.port, `/api/runs/${key}/samples?step=5`);
+    assert.ok(s.samples.length > 0);
+    assert.ok(s.samples.every((x: any) => x.completion_text === HOSTILE_TEXT));
+  });
+
+  test('the diff of two runs is probe diff --json', async () => {
+    const d = await getJson(serving.port, `/api/diff?a=${keyOf(fleet.runs.healthy)}&b=${keyOf(fleet.runs.collapse)}`);
+    assert.ok(d.metrics.length > 5);
+    assert.ok(d.metrics.some((m: any) => m.metric === 'entropy_mean' && m.divergence !== null));
+    assert.deepEqual(d.run.map((c: any) => c.path).sort(), ['algorithm', 'model_name']);
+  });
+
+  test('refuses traversal and encoded separators before decoding, other methods, other hosts and unknown keys; every answer carries the CSP', async () => {
+    const port = serving.port;
+    for (const p of ['/assets/../package.json', '/assets/%2e%2e/package.json', '/assets/%2E%2E%2Fpackage.json', '/assets/..%2fpackage.json', '/assets/%5c..%5cpackage.json', '/assets/a%00b', '/assets/%252e%252e/package.json', '/api/runs/..', '/assets\\..\\package.json']) {
+      const a = await get(port, p);
+      assert.ok(a.status === 400 || a.status === 404, `${p}: ${a.status}`);
+      assert.doesNotMatch(a.body, /"name": "rlprobe"|devDependencies/, p);
+    }
+    assert.equal((await get(port, '/assets/package.json')).status, 404);
+    assert.equal((await get(port, '/api/runs/0123456789abcdef')).status, 404);
+    assert.equal((await get(port, '/api/runs/not-a-key')).status, 404);
+    assert.equal((await get(port, `/api/runs/${keyOf(fleet.runs.outside)}`)).status, 404, 'the run behind the link is not served');
+    const post = await get(port, '/api/runs', { method: 'POST' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.allow, 'GET, HEAD');
+    assert.equal((await get(port, '/api/runs', { method: 'DELETE' })).status, 405);
+    assert.equal((await get(port, '/api/runs', { host: 'attacker.example:80' })).status, 421);
+    assert.equal((await get(port, '/api/runs', { host: `localhost:${port}` })).status, 200);
+    for (const p of ['/', '/assets/app.js', '/api/runs', '/nope']) {
+      const a = await get(port, p);
+      assert.equal(a.headers['content-security-policy'], CONTENT_SECURITY_POLICY, p);
+      assert.equal(a.headers['x-content-type-options'], 'nosniff', p);
+    }
+    const page = await get(port, '/');
+    assert.doesNotMatch(page.body, /<script>|<style|\sstyle=|\son[a-z]+=/i, 'the shell has no inline script or style');
+  });
+});
+
+describe('probe serve on a run being recorded', () => {
+  let tmp: { dir: string; cleanup: () => void };
+  let serving: Serving | null = null;
+  let child: RunningChild | null = null;
+
+  before(() => {
+    tmp = freshTempDir('serve-live');
+  });
+  after(async () => {
+    if (child && child.proc.exitCode === null && child.proc.signalCode === null) {
+      child.proc.kill('SIGKILL');
+      await waitForExit(child);
+    }
+    await serving?.close();
+    tmp.cleanup();
+  });
+
+  test('a run that starts later appears; its chart grows from new rows only, within 2 s of a part; a finding arrives; killed, it reads as ended without close', { timeout: 180_000 }, async () => {
+    const root = path.join(tmp.dir, 'runs');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(root);
+    serving = await startServe({ roots: [root], port: 0, pollMs: 200, rescanMs: 300 });
+    const listed = openStream(serving.port, []);
+    const runDir = path.join(root, 'exp', 'live');
+    child = spawnChild('serve-live-writer.ts', [runDir, '600', '--chunk', '20', '--pause', '250', '--collapse-at', '150', '--hang']);
+    const added = await listed.waitFor((e) => e.event === 'runs' && (e.data.added ?? []).length > 0, 30_000, 'a runs event adding the new run');
+    const key = added.data.added[0].key;
+    assert.equal(added.data.added[0].path, 'runs/exp/live');
+    listed.close();
+
+    // the page's order: the stream first, then the snapshot
+    const stream = openStream(serving.port, [key]);
+    await stream.waitFor((e) => e.event === 'hello', 10_000, 'hello');
+    const snapshot = await getJson(serving.port, `/api/runs/${key}/charts`);
+    const reads = { whole: 0, tail: 0 };
+    const whole = RunReader.prototype.stepTable;
+    const tail = RunReader.prototype.stepTableFrom;
+    RunReader.prototype.stepTable = function (this: RunReader, ...a: Parameters<typeof whole>) {
+      reads.whole++;
+      return whole.apply(this, a);
+    };
+    RunReader.prototype.stepTableFrom = function (this: RunReader, ...a: Parameters<typeof tail>) {
+      reads.tail++;
+      return tail.apply(this, a);
+    };
+    try {
+      // each published chunk reaches the stream as a series delta within 2 s
+      const latencies: number[] = [];
+      let from = child.lines.length;
+      for (let k = 0; k < 5; k++) {
+        const line = await child.waitForLine(/^flushed \d+ \d+$/, 30_000, from);
+        from = child.lines.indexOf(line) + 1;
+        const [, n, at] = line.split(' ').map(Number);
+        if (n <= snapshot.points.rows) continue;
+        const e = await stream.waitFor((x) => x.event === 'series' && x.data.rows >= n, 10_000, `a series delta with ${n} rows`);
+        latencies.push(e.at - at);
+      }
+      assert.ok(latencies.length >= 3, `deltas seen: ${latencies.length}`);
+      for (const ms of latencies) assert.ok(ms < 2000, `published → delta took ${ms} ms (${latencies.join(', ')})`);
+      // deltas carry points from the last bucket on, not the whole chart
+      const deltas = stream.events.filter((e) => e.event === 'series');
+      assert.ok(deltas.some((e) => e.data.from > 0), 'some delta starts after the first point');
+      // while it grew, no whole read of the steps: only tails
+      assert.equal(reads.whole, 0, `whole step reads while following: ${reads.whole}`);
+      assert.ok(reads.tail >= latencies.length, `tail reads: ${reads.tail}`);
+    } finally {
+      RunReader.prototype.stepTable = whole;
+      RunReader.prototype.stepTableFrom = tail;
+    }
+    const finding = await stream.waitFor((e) => e.event === 'findings' && e.data.run === key && e.data.findings.some((f: any) => f.code === 'ENTROPY_COLLAPSE'), 90_000, 'an ENTROPY_COLLAPSE finding');
+    assert.ok(finding.data.findings.find((f: any) => f.code === 'ENTROPY_COLLAPSE').onset_step >= 140);
+    const live = await getJson(serving.port, '/api/runs');
+    assert.equal(live.runs[0].status.badge, 'live', JSON.stringify(live.runs[0].status));
+    child.proc.kill('SIGKILL');
+    await waitForExit(child);
+    const ended = openStream(serving.port, [key]);
+    await ended.waitFor((e) => e.event === 'runs' && (e.data.changed ?? []).some((r: any) => r.key === key && r.status.badge === 'ended without close'), 15_000, 'the badge ended without close');
+    ended.close();
+    stream.close();
+  });
+});
+
+describe('probe serve on runs recorded by Python rlprobe', () => {
+  const py = interopPython();
+  test('a Python run is listed, closed once compacted, its charts and samples read', { skip: 'skip' in py ? py.skip : false, timeout: 120_000 }, async () => {
+    if ('skip' in py) return;
+    const tmp = freshTempDir('serve-python');
+    const serving = await startServe({ roots: [tmp.dir], port: 0, pollMs: 200, rescanMs: 300 });
+    try {
+      const dir = path.join(tmp.dir, 'py', 'run');
+      const expected = runPython(py.python, 'py_write_run.py', [dir]) as { steps: unknown[] };
+      let row: any;
+      for (let i = 0; i < 100 && !(row?.rows > 0 && row.status.badge === 'closed'); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        row = (await getJson(serving.port, '/api/runs')).runs[0];
+      }
+      assert.equal(row.id, 'py-interop');
+      assert.equal(row.rows, expected.steps.length);
+      assert.equal(row.status.badge, 'closed', JSON.stringify(row.status));
+      const charts = await getJson(serving.port, `/api/runs/${row.key}/charts`);
+      assert.equal(charts.points.rows, expected.steps.length);
+      assert.ok(charts.specs.length > 0);
+    } finally {
+      await serving.close();
+      tmp.cleanup();
+    }
+  });
+});

@@ -1,0 +1,273 @@
+// @ts-check
+// The chart grid: one chart per chart group of the runs shown (the report's grouping, from
+// the server), each run's min/max points as they stand, updated in place as deltas arrive.
+// Several runs overlay on one axis (a colour per run, a dash per series); x by step, wall
+// time or time since the run's start; EMA smoothing (TensorBoard's debiased form, on the
+// drawn points) and a log scale (asinh when a series has values ≤ 0). Finding flags mark
+// each finding's onset, shaded to its last step; a click on a flag opens the finding.
+import { fill, h } from './dom.js';
+import { colour, SEVERITY_COLOURS } from './format.js';
+
+/** @typedef {{ run: string, code: string, severity: string, onset: number, last: number }} Mark */
+
+/** @param {number[]} xs @param {number} v: index of the first x ≥ v (xs ascending) */
+function lowerBound(xs, v) {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** TensorBoard's debiased EMA over the points of one series (nulls kept). @param {(number|null)[]} ys @param {number} w */
+export function ema(ys, w) {
+  if (!(w > 0)) return ys;
+  let last = 0;
+  let n = 0;
+  return ys.map((v) => {
+    if (v === null || !Number.isFinite(v)) return v;
+    last = last * w + (1 - w) * v;
+    n++;
+    return last / (1 - w ** n);
+  });
+}
+
+/** The x of each of a run's points in the chosen mode. @param {any} pts @param {string} mode */
+function xsOf(pts, mode) {
+  if (mode === 'step') return pts.x.step;
+  const t0 = pts.x.time.find((/** @type {number|null} */ t) => t !== null) ?? 0;
+  return pts.x.time.map((/** @type {number|null} */ t) => (t === null ? null : mode === 'elapsed' ? t - t0 : t));
+}
+
+export class ChartsView {
+  /**
+   * @param {HTMLElement} el
+   * @param {any} state
+   * @param {(run: string, code: string) => void} openFinding
+   */
+  constructor(el, state, openFinding) {
+    this.el = el;
+    this.state = state;
+    this.openFinding = openFinding;
+    /** @type {Map<string, { u: any, shape: string, marks: Mark[] }>} */
+    this.charts = new Map();
+  }
+
+  destroy() {
+    for (const c of this.charts.values()) c.u.destroy();
+    this.charts.clear();
+  }
+
+  /** The charts of the runs shown, merged by chart id in the order the first run lists them. */
+  groups() {
+    /** @type {Map<string, { id: string, title: string, axes: (string|null)[], entries: { run: string, ri: number, spec: any }[] }>} */
+    const groups = new Map();
+    this.state.selected.forEach((/** @type {string} */ run, /** @type {number} */ ri) => {
+      const data = this.state.data.get(run);
+      if (!data) return;
+      for (const spec of data.specs) {
+        let g = groups.get(spec.id);
+        if (!g) groups.set(spec.id, (g = { id: spec.id, title: spec.title, axes: spec.axes, entries: [] }));
+        g.entries.push({ run, ri, spec });
+      }
+    });
+    return [...groups.values()];
+  }
+
+  /** Draws every chart again (the runs, the x mode or the scale changed). */
+  render() {
+    this.destroy();
+    const groups = this.groups();
+    const grid = h('div', { class: 'grid' });
+    fill(this.el, grid);
+    if (groups.length === 0) {
+      fill(this.el, h('div', { class: 'empty' }, this.state.selected.length ? 'No step has been logged yet.' : 'Tick one run or more in the list to chart them.'));
+      return;
+    }
+    for (const g of groups) {
+      const fig = h('figure', { class: 'chart', 'data-chart': g.id }, h('figcaption', null, g.title));
+      grid.appendChild(fig);
+      this.draw(fig, g);
+    }
+  }
+
+  /** New points arrived: charts whose shape is unchanged take the data in place. */
+  update() {
+    const groups = this.groups();
+    if (groups.length !== this.charts.size || groups.some((g) => !this.charts.has(g.id))) return this.render();
+    for (const g of groups) {
+      const held = this.charts.get(g.id);
+      const built = this.build(g);
+      if (!held || held.shape !== built.shape) return this.render();
+      held.marks = built.marks;
+      held.u.setData(built.data);
+      this.annotate(held.u.root.parentElement, built);
+    }
+  }
+
+  /** The series, bands, data and marks of chart group `g`. @param {any} g */
+  build(g) {
+    const st = this.state;
+    const multi = st.selected.length > 1;
+    /** @type {{ x: (number|null)[], ys: (number|null)[][], run: string }[]} */
+    const perRun = [];
+    /** @type {any[]} */
+    const series = [{}];
+    /** @type {any[]} */
+    const bands = [];
+    const marks = /** @type {Mark[]} */ ([]);
+    let lastStep = -Infinity;
+    for (const { run, ri, spec } of g.entries) {
+      const pts = st.data.get(run).points;
+      const name = st.runs.get(run)?.id ?? run;
+      const ys = [];
+      spec.series.forEach((/** @type {any} */ s, /** @type {number} */ si) => {
+        ys.push(ema(pts.series[s.column] ?? [], st.ema));
+        series.push({ label: multi ? `${name}: ${s.label}` : s.label, stroke: multi ? colour(ri) : colour(si), width: 1.5, dash: multi && si > 0 ? [5, 3] : undefined, scale: s.axis === 1 ? 'y2' : 'y', spanGaps: true, points: { show: false } });
+      });
+      if (!multi) {
+        for (const b of spec.bands) {
+          const band = pts.bands[`${spec.series[b.of].column}\u0000${b.column}`];
+          if (!band) continue;
+          const at = series.length;
+          ys.push(band.lo, band.hi);
+          const c = colour(b.of);
+          series.push({ label: `${b.label} (low)`, stroke: `${c}55`, width: 0.5, scale: 'y', spanGaps: true, points: { show: false } });
+          series.push({ label: `${b.label} (high)`, stroke: `${c}55`, width: 0.5, scale: 'y', spanGaps: true, points: { show: false } });
+          bands.push({ series: [at + 1, at], fill: `${c}22` });
+        }
+      }
+      perRun.push({ x: xsOf(pts, st.x), ys, run });
+      const steps = pts.x.step;
+      if (steps.length) lastStep = Math.max(lastStep, steps[steps.length - 1]);
+      for (const f of st.findings.get(run) ?? []) {
+        const touches = f.columns.some((/** @type {string} */ c) => spec.series.some((/** @type {any} */ s) => s.column === c));
+        if (touches || g.id === 'reward') marks.push({ run, code: f.code, severity: f.severity, onset: f.onset_step, last: f.last_step });
+      }
+    }
+    // one table: every run's points in x order, each row holding only its own run's values
+    const rows = [];
+    let offset = 0;
+    for (const r of perRun) {
+      for (let i = 0; i < r.x.length; i++) if (r.x[i] !== null) rows.push({ x: /** @type {number} */ (r.x[i]), r, i, offset });
+      offset += r.ys.length;
+    }
+    rows.sort((a, b) => a.x - b.x);
+    const width = offset;
+    const data = [rows.map((p) => p.x)];
+    for (let k = 0; k < width; k++) data.push(new Array(rows.length).fill(null));
+    rows.forEach((p, j) => {
+      for (let k = 0; k < p.r.ys.length; k++) data[1 + p.offset + k][j] = p.r.ys[k][p.i] ?? null;
+    });
+    const usesRight = series.some((s) => s.scale === 'y2');
+    const shape = JSON.stringify([st.x, st.log, series.map((s) => [s.label, s.scale]), bands.length]);
+    return { series, bands, data, marks, shape, usesRight, lastStep, perRun };
+  }
+
+  /** @param {HTMLElement} fig @param {any} g */
+  draw(fig, g) {
+    const built = this.build(g);
+    const st = this.state;
+    const view = this;
+    const logDistr = (/** @type {number} */ idx) => {
+      // asinh when any value on this axis is ≤ 0: log cannot show it
+      const scale = idx === 0 ? 'y' : 'y2';
+      let positive = true;
+      built.series.forEach((s, k) => {
+        if (k === 0 || s.scale !== scale) return;
+        for (const v of built.data[k]) if (v !== null && v <= 0) positive = false;
+      });
+      return positive ? { distr: 3 } : { distr: 4, asinh: 1 };
+    };
+    const scaleOf = (/** @type {number} */ idx) => (st.log ? logDistr(idx) : {});
+    const opts = {
+      width: Math.max(300, (fig.clientWidth || 520) - 14),
+      height: 230,
+      series: built.series,
+      bands: built.bands,
+      scales: { x: { time: st.x === 'time' }, y: scaleOf(0), y2: scaleOf(1) },
+      axes: [{ label: st.x === 'step' ? 'step' : st.x === 'time' ? undefined : 'seconds since start' }, { label: g.axes[0] ?? '', scale: 'y' }, ...(built.usesRight ? [{ label: g.axes[1] ?? '', scale: 'y2', side: 1, grid: { show: false } }] : [])],
+      legend: { live: true },
+      cursor: { drag: { x: true, y: false } },
+      hooks: {
+        draw: [(/** @type {any} */ u) => view.drawMarks(u)],
+      },
+    };
+    // @ts-ignore: uPlot is the classic script loaded before this module
+    const u = new uPlot(opts, built.data, fig);
+    const entry = { u, shape: built.shape, marks: built.marks, perRun: built.perRun };
+    this.charts.set(g.id, entry);
+    u.over.addEventListener('click', (/** @type {MouseEvent} */ e) => {
+      const hit = this.markAt(u, e.offsetX);
+      if (hit) this.openFinding(hit.run, hit.code);
+    });
+    this.annotate(fig, built);
+  }
+
+  /** Test and reader hooks on the figure: rendered, last step, marks. @param {HTMLElement} fig @param {any} built */
+  annotate(fig, built) {
+    fig.setAttribute('data-rendered', '1');
+    fig.setAttribute('data-last-step', String(built.lastStep === -Infinity ? '' : built.lastStep));
+    fig.setAttribute('data-marks', String(built.marks.length));
+    fig.setAttribute('data-series', String(built.series.length - 1));
+    fig.setAttribute('data-points', String(built.data[0].length));
+  }
+
+  /** The x where a mark's step is, in this chart's x mode. @param {Mark} m @param {number} step */
+  xOfStep(m, step) {
+    const pts = this.state.data.get(m.run)?.points;
+    if (!pts) return null;
+    if (this.state.x === 'step') return step;
+    const i = Math.min(pts.x.step.length - 1, lowerBound(pts.x.step, step));
+    const xs = xsOf(pts, this.state.x);
+    return i >= 0 ? xs[i] : null;
+  }
+
+  /** @param {any} u */
+  drawMarks(u) {
+    const held = [...this.charts.values()].find((c) => c.u === u);
+    const marks = held ? held.marks : [];
+    const ctx = u.ctx;
+    const top = u.bbox.top;
+    const height = u.bbox.height;
+    ctx.save();
+    for (const m of marks) {
+      const x0 = this.xOfStep(m, m.onset);
+      const x1 = this.xOfStep(m, m.last);
+      if (x0 === null) continue;
+      const c = SEVERITY_COLOURS[/** @type {keyof typeof SEVERITY_COLOURS} */ (m.severity)] ?? '#555';
+      const p0 = u.valToPos(x0, 'x', true);
+      const p1 = x1 === null ? p0 : u.valToPos(x1, 'x', true);
+      ctx.fillStyle = `${c}18`;
+      ctx.fillRect(p0, top, Math.max(1, p1 - p0), height);
+      ctx.strokeStyle = c;
+      ctx.setLineDash([4, 3]);
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.moveTo(p0, top);
+      ctx.lineTo(p0, top + height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = c;
+      ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+      ctx.textAlign = 'left';
+      ctx.textBaseline = 'alphabetic';
+      const multi = this.state.selected.length > 1;
+      ctx.fillText(multi ? `${this.state.runs.get(m.run)?.id ?? m.run}: ${m.code}` : m.code, p0 + 3, top + 12 * devicePixelRatio);
+    }
+    ctx.restore();
+  }
+
+  /** The mark whose flag is within 6 px of `offsetX` (CSS pixels over the plot). @param {any} u @param {number} offsetX */
+  markAt(u, offsetX) {
+    const held = [...this.charts.values()].find((c) => c.u === u);
+    for (const m of held?.marks ?? []) {
+      const x0 = this.xOfStep(m, m.onset);
+      if (x0 !== null && Math.abs(u.valToPos(x0, 'x') - offsetX) <= 6) return m;
+    }
+    return null;
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * One served run's cheap state: what the run list shows (manifest facts, status, rows and
+ * steps, last write, findings) kept current by polling. A poll stats a few paths; only
+ * what changed is read: new events from the byte where the last read stopped, new step
+ * rows from the row where it stopped (`stepTableFrom`). Nothing is ever written.
+ */
+import { statSync } from 'node:fs';
+import path from 'node:path';
+
+import type { Finding } from '../doctor/finding.js';
+import { RunReader } from '../reader/run-reader.js';
+import { runState } from '../reader/run-state.js';
+import type { RunLiveness } from '../reader/run-state.js';
+import { runStatus, settleRunStatus } from '../reader/run-status.js';
+import type { StepLayout } from '../reader/step-layout.js';
+import { writerLock } from '../reader/writer-lock.js';
+import type { RunEvent } from '../schema/event.js';
+import { RECORDER_EVENT_KINDS } from '../schema/event-kinds.js';
+
+/** The badge words the page shows (docs/format.md "Run states" in four words). */
+export type Badge = 'live' | 'closed' | 'ended without close' | 'unknown';
+
+const BADGES: Record<RunLiveness, Badge> = {
+  live: 'live',
+  'closed cleanly': 'closed',
+  'ended without a close': 'ended without close',
+  unknown: 'unknown',
+};
+
+/** Events the server keeps from a run's events.jsonl: how it ended, and what charts mark. */
+const ENDING_KINDS = new Set<string>([RECORDER_EVENT_KINDS.close, RECORDER_EVENT_KINDS.processExit, RECORDER_EVENT_KINDS.crash, RECORDER_EVENT_KINDS.signal, RECORDER_EVENT_KINDS.resume]);
+const MARKED_KINDS = new Set<string>(['checkpoint', 'auto_halt', RECORDER_EVENT_KINDS.crash, RECORDER_EVENT_KINDS.signal, RECORDER_EVENT_KINDS.resume]);
+/** Marks kept per run: the most recent ones. */
+const MAX_MARKS = 500;
+
+export interface RunRow {
+  key: string;
+  /** The run's path relative to its served folder (the folder's name first). */
+  path: string;
+  id: string;
+  algorithm: string;
+  model: string | null;
+  status: { badge: Badge; detail: string };
+  rows: number;
+  first_step: number | null;
+  last_step: number | null;
+  last_write: string | null;
+  /** Findings by severity (the server's diagnosis merged with the live doctor's events). */
+  findings: { critical: number; warn: number; info: number };
+  diagnosis: 'none' | 'pending' | 'done' | 'failed';
+  /** Why the run cannot be read now (a damaged manifest or step file), else null. */
+  error: string | null;
+}
+
+/** What a poll saw change. */
+export interface PollChange {
+  /** The run-list row changed (status, rows, last write). */
+  row: boolean;
+  /** Step rows were added (or the steps were rewritten). */
+  steps: boolean;
+  /** The live doctor wrote findings. */
+  liveFindings: boolean;
+  /** Events worth a chart mark arrived. */
+  marks: RunEvent[];
+}
+
+export class RunEntry {
+  readonly key: string;
+  readonly dir: string;
+  readonly shownPath: string;
+  reader: RunReader | null = null;
+  error: string | null = null;
+  rows = 0;
+  layout: StepLayout = 'empty';
+  firstStep: number | null = null;
+  lastStep: number | null = null;
+  lastWriteMs: number | null = null;
+  badge: Badge = 'unknown';
+  detail = '';
+  /** The live doctor's findings (`finding` events), the latest per code. */
+  readonly liveFindings = new Map<string, Finding>();
+  diagnosed: Finding[] = [];
+  diagnosis: RunRow['diagnosis'] = 'none';
+  readonly marks: RunEvent[] = [];
+  private endings: RunEvent[] = [];
+  private eventsAt = 0;
+  private eventsIno = 0;
+  private stepsStamp = '';
+  private eventsStamp = '';
+  /** Rows whose steps were folded into first/last step. */
+  private stepsSeen = 0;
+
+  constructor(key: string, dir: string, shownPath: string) {
+    this.key = key;
+    this.dir = dir;
+    this.shownPath = shownPath;
+  }
+
+  get ended(): boolean {
+    return this.badge === 'closed' || this.badge === 'ended without close';
+  }
+
+  /** Looks at the run: reads what is new since the last poll. Never throws (the error is kept and shown). */
+  poll(): PollChange {
+    const change: PollChange = { row: false, steps: false, liveFindings: false, marks: [] };
+    const before = JSON.stringify(this.rowFacts());
+    try {
+      this.reader ??= RunReader.open(this.dir);
+      this.pollEvents(change);
+      this.pollSteps(change);
+      const status = runState(settleRunStatus(runStatus(this.endings), { layout: this.layout, lock: writerLock(this.dir) }));
+      this.badge = BADGES[status.status];
+      this.detail = status.detail;
+      this.error = null;
+    } catch (error) {
+      this.error = (error as Error).message;
+    }
+    change.row = JSON.stringify(this.rowFacts()) !== before;
+    return change;
+  }
+
+  private pollEvents(change: PollChange): void {
+    const file = path.join(this.dir, 'events.jsonl');
+    const stamp = statStamp(file);
+    if (stamp === this.eventsStamp) return;
+    this.eventsStamp = stamp;
+    const read = this.reader!.eventsFrom(this.eventsAt, this.eventsIno);
+    if (read.restarted) {
+      this.endings = [];
+      this.liveFindings.clear();
+      this.marks.length = 0;
+    }
+    this.eventsAt = read.next;
+    this.eventsIno = read.ino;
+    for (const e of read.events) {
+      if (ENDING_KINDS.has(e.kind) && e.rank === 0) this.endings.push(e);
+      if (e.kind === 'finding' && isFinding(e.data)) {
+        this.liveFindings.set(e.data.code, e.data);
+        change.liveFindings = true;
+      }
+      if (MARKED_KINDS.has(e.kind)) {
+        this.marks.push(e);
+        change.marks.push(e);
+      }
+    }
+    if (this.marks.length > MAX_MARKS) this.marks.splice(0, this.marks.length - MAX_MARKS);
+  }
+
+  private pollSteps(change: PollChange): void {
+    const stamp = [statStamp(path.join(this.dir, 'steps')), statStamp(path.join(this.dir, 'steps.parquet'))].join('|');
+    if (stamp === this.stepsStamp) return;
+    this.stepsStamp = stamp;
+    const storage = this.reader!.storage();
+    this.layout = storage.layout;
+    const rows = storage.files.reduce((n, f) => n + f.rows, 0);
+    this.lastWriteMs = this.reader!.lastWriteMs();
+    if (rows === this.rows && rows === this.stepsSeen) return;
+    change.steps = true;
+    if (rows < this.stepsSeen) {
+      // rewritten under us (rows only append otherwise): count again from the start
+      this.stepsSeen = 0;
+      this.firstStep = null;
+      this.lastStep = null;
+    }
+    const tail = this.reader!.stepTableFrom(this.stepsSeen, ['step']);
+    const steps = tail.table.columns.find((c) => c.name === 'step')?.values ?? new Float64Array(0);
+    for (let i = this.stepsSeen - tail.firstRow; i < steps.length; i++) {
+      const s = steps[i];
+      if (this.firstStep === null || s < this.firstStep) this.firstStep = s;
+      if (this.lastStep === null || s > this.lastStep) this.lastStep = s;
+    }
+    this.stepsSeen = tail.totalRows;
+    this.rows = tail.totalRows;
+  }
+
+  /** The findings shown: the server's diagnosis, with the live doctor's codes it has not found (yet). */
+  findings(): Finding[] {
+    const out = [...this.diagnosed];
+    for (const f of this.liveFindings.values()) if (!out.some((d) => d.code === f.code)) out.push(f);
+    return out;
+  }
+
+  private rowFacts(): Omit<RunRow, 'key' | 'path'> {
+    const m = this.reader?.manifest;
+    const counts = { critical: 0, warn: 0, info: 0 };
+    for (const f of this.findings()) counts[f.severity]++;
+    return {
+      id: m?.run_id ?? path.basename(this.dir),
+      algorithm: m?.algorithm ?? 'unknown',
+      model: m?.model_name ?? null,
+      status: { badge: this.badge, detail: this.detail },
+      rows: this.rows,
+      first_step: this.firstStep,
+      last_step: this.lastStep,
+      last_write: this.lastWriteMs === null ? null : new Date(this.lastWriteMs).toISOString(),
+      findings: counts,
+      diagnosis: this.diagnosis,
+      error: this.error,
+    };
+  }
+
+  row(): RunRow {
+    return { key: this.key, path: this.shownPath, ...this.rowFacts() };
+  }
+}
+
+/** Size, mtime and inode of a path ('' when it does not exist): what says it changed. */
+function statStamp(p: string): string {
+  try {
+    const s = statSync(p, { bigint: true });
+    return `${s.ino}:${s.size}:${s.mtimeNs}`;
+  } catch {
+    return '';
+  }
+}
+
+function isFinding(data: unknown): data is Finding {
+  const d = data as Partial<Finding> | null;
+  return d !== null && typeof d === 'object' && typeof d.code === 'string' && typeof d.severity === 'string' && typeof d.onset_step === 'number';
+}
