@@ -44,6 +44,7 @@ const tabsEl = /** @type {HTMLElement} */ (document.getElementById('tabs'));
 const conn = /** @type {HTMLElement} */ (document.getElementById('conn'));
 const chartsEl = h('div', { class: 'charts' });
 const charts = new ChartsView(chartsEl, state, (run, code) => drawer.finding(run, code));
+/** @type {any} */ (hooks).charts = charts;
 /** @type {EventSource | null} */
 let stream = null;
 /** Bumped by each renderMain: a tab whose answer comes after the reader moved on drops it. */

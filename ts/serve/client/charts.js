@@ -35,6 +35,46 @@ export function ema(ys, w) {
   });
 }
 
+/**
+ * At most `budget` points of one run, for overlays: neighbouring points merge into buckets
+ * that keep each series' lowest and highest value in the order they happened (as the
+ * server's buckets do), at the bucket's first and last x, so a spike survives. Ten runs of
+ * 4,000 points each would be 40,000 rows of mostly empty cells per chart: slow to draw, and
+ * more than a chart's pixels.
+ * @param {(number|null)[]} xs @param {(number|null)[][]} ys @param {number} budget
+ * @returns {{ x: (number|null)[], ys: (number|null)[][] }}
+ */
+export function thin(xs, ys, budget) {
+  const n = xs.length;
+  if (n <= budget) return { x: xs, ys };
+  const buckets = Math.max(1, Math.floor(budget / 2));
+  const x = [];
+  const out = ys.map(() => /** @type {(number|null)[]} */ ([]));
+  for (let b = 0; b < buckets; b++) {
+    const from = Math.floor((b * n) / buckets);
+    const to = Math.floor(((b + 1) * n) / buckets);
+    x.push(xs[from], xs[to - 1]);
+    ys.forEach((col, k) => {
+      let lo = Infinity;
+      let hi = -Infinity;
+      let iLo = -1;
+      let iHi = -1;
+      for (let i = from; i < to; i++) {
+        const v = col[i];
+        if (v === null || v === undefined) continue;
+        if (v < lo) [lo, iLo] = [v, i];
+        if (v > hi) [hi, iHi] = [v, i];
+      }
+      if (iLo < 0) out[k].push(null, null);
+      else out[k].push(...(iLo <= iHi ? [lo, hi] : [hi, lo]));
+    });
+  }
+  return { x, ys: out };
+}
+
+/** Points a chart draws at most, all runs together. */
+const POINTS_PER_CHART = 4000;
+
 /** The x of each of a run's points in the chosen mode. @param {any} pts @param {string} mode */
 function xsOf(pts, mode) {
   if (mode === 'step') return pts.x.step;
@@ -54,6 +94,8 @@ export class ChartsView {
     this.openFinding = openFinding;
     /** @type {Map<string, { u: any, shape: string, marks: Mark[] }>} */
     this.charts = new Map();
+    /** How long the last full render took. */
+    this.timing = { renderMs: 0, buildMs: 0 };
   }
 
   destroy() {
@@ -87,11 +129,15 @@ export class ChartsView {
       fill(this.el, h('div', { class: 'empty' }, this.state.selected.length ? 'No step has been logged yet.' : 'Tick one run or more in the list to chart them.'));
       return;
     }
+    const t0 = performance.now();
+    let building = 0;
     for (const g of groups) {
       const fig = h('figure', { class: 'chart', 'data-chart': g.id }, h('figcaption', null, g.title));
       grid.appendChild(fig);
-      this.draw(fig, g);
+      building += this.draw(fig, g);
     }
+    // for the dashboard's own figures (benches/serve.ts): the whole render, and the data preparation in it
+    this.timing = { renderMs: performance.now() - t0, buildMs: building };
   }
 
   /** New points arrived: charts whose shape is unchanged take the data in place. */
@@ -140,7 +186,10 @@ export class ChartsView {
           bands.push({ series: [at + 1, at], fill: `${c}22` });
         }
       }
-      perRun.push({ x: xsOf(pts, st.x), ys, run });
+      // one run draws its points as they are; an overlay shares the chart's budget
+      const budget = multi ? Math.max(400, Math.floor(POINTS_PER_CHART / st.selected.length)) : Infinity;
+      const thinned = thin(xsOf(pts, st.x), ys, budget);
+      perRun.push({ x: thinned.x, ys: thinned.ys, run });
       const steps = pts.x.step;
       if (steps.length) lastStep = Math.max(lastStep, steps[steps.length - 1]);
       for (const f of st.findings.get(run) ?? []) {
@@ -167,9 +216,11 @@ export class ChartsView {
     return { series, bands, data, marks, shape, usesRight, lastStep, perRun };
   }
 
-  /** @param {HTMLElement} fig @param {any} g */
+  /** Draws chart group `g` into `fig`; returns the ms its data took to prepare. @param {HTMLElement} fig @param {any} g */
   draw(fig, g) {
+    const t0 = performance.now();
     const built = this.build(g);
+    const buildMs = performance.now() - t0;
     const st = this.state;
     const view = this;
     const logDistr = (/** @type {number} */ idx) => {
@@ -205,6 +256,7 @@ export class ChartsView {
       if (hit) this.openFinding(hit.run, hit.code);
     });
     this.annotate(fig, built);
+    return buildMs;
   }
 
   /** Test and reader hooks on the figure: rendered, last step, marks. @param {HTMLElement} fig @param {any} built */
