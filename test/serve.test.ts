@@ -294,6 +294,33 @@ describe('probe serve on a run being recorded', () => {
   });
 });
 
+describe('probe serve and a recorder with the live doctor', () => {
+  test("the live doctor's finding events reach the page on the next look, without a diagnosis of the server's", { timeout: 180_000 }, async () => {
+    const tmp = freshTempDir('serve-live-doctor');
+    const root = path.join(tmp.dir, 'runs');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(root);
+    const serving = await startServe({ roots: [root], port: 0, pollMs: 200, rescanMs: 300, diagnose: false });
+    const child = spawnChild('serve-live-writer.ts', [path.join(root, 'live'), '400', '--chunk', '20', '--pause', '150', '--collapse-at', '100', '--live-doctor', '--hang']);
+    const stream = openStream(serving.port, []);
+    try {
+      const e = await stream.waitFor((x) => x.event === 'findings' && x.data.findings.some((f: any) => f.code === 'ENTROPY_COLLAPSE'), 120_000, 'a finding from the live doctor');
+      const f = e.data.findings.find((x: any) => x.code === 'ENTROPY_COLLAPSE');
+      assert.equal(f.source, 'live doctor');
+      assert.equal(e.data.state, 'none', 'the server diagnosed nothing itself');
+      assert.equal(serving.ctx.diagnosis.counts.run, 0);
+      const detail = await getJson(serving.port, `/api/runs/${e.data.run}/findings/ENTROPY_COLLAPSE`);
+      assert.equal(detail.finding.onset_step, f.onset_step);
+    } finally {
+      stream.close();
+      child.proc.kill('SIGKILL');
+      await waitForExit(child);
+      await serving.close();
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('probe serve on runs recorded by Python rlprobe', () => {
   const py = interopPython();
   test('a Python run is listed, closed once compacted, its charts and samples read', { skip: 'skip' in py ? py.skip : false, timeout: 120_000 }, async () => {
