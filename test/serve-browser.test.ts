@@ -338,6 +338,8 @@ describe('probe serve in Chromium', { skip }, () => {
     // the collapse's finding: listed under the run's name, marked on the entropy chart
     await page.waitForSelector(`.findings .finding[data-code="ENTROPY_COLLAPSE"][data-run="${keys.collapse}"]`);
     assert.ok(Number(await page.getAttribute('figure[data-chart="entropy"]', 'data-marks')) > 0);
+    // the healthy run's checkpoint at step 200 is drawn on every chart
+    assert.equal(await page.getAttribute(reward, 'data-events'), '1');
 
     const redrawn = async (what: string, change: () => Promise<void>) => {
       await markStale(page);

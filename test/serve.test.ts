@@ -121,6 +121,8 @@ describe('probe serve over a folder of runs', () => {
     assert.ok(info.charts.some((c: any) => c.id === 'entropy'));
     const charts = await getJson(serving.port, `/api/runs/${key}/charts`);
     assert.equal(charts.points.rows, 300);
+    const checkpoint = (await getJson(serving.port, `/api/runs/${keyOf(fleet.runs.healthy)}/charts`)).marks;
+    assert.deepEqual(checkpoint.map((e: any) => [e.kind, e.step]), [['checkpoint', 200]], 'events drawn on the charts');
     // the same points the report's downsampling keeps: 300 rows below 2 × buckets stay whole
     const entropy = RunReader.open(fleet.runs.collapse).view(['entropy_mean']).series('entropy_mean');
     assert.equal(charts.points.series.entropy_mean.length, 300);

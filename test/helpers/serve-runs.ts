@@ -38,7 +38,9 @@ export async function makeServeFleet(): Promise<ServeFleet> {
   const trial = path.join(root, 'deep', 'x', 'y', 'trial-run');
   const hostile = path.join(root, HOSTILE_DIR);
   const outside = path.join(base, 'elsewhere', 'outside-run');
-  record(healthy, 'a-healthy', healthyGrpo({ steps: 300, samplesPerStep: 4, seed: 1 })).close();
+  const a = record(healthy, 'a-healthy', healthyGrpo({ steps: 300, samplesPerStep: 4, seed: 1 }));
+  a.logEvent('checkpoint', { step: 200, message: 'saved ckpt-200' });
+  a.close();
   const rec = record(collapse, 'b-collapse', injectEntropyCollapse(healthyGrpo({ steps: 300, samplesPerStep: 12, seed: 2 }), 120), { algorithm: 'ppo', modelName: 'llama-1b' });
   rec.close();
   // a rank directory inside a run: part of the run, never a run of its own

@@ -26,6 +26,8 @@ const state = {
   data: new Map(),
   /** @type {Map<string, any[]>} findings by run */
   findings: new Map(),
+  /** @type {Map<string, any[]>} events drawn on the charts (checkpoint, crash, signal, auto_halt, resume) by run */
+  events: new Map(),
   notSearched: 0,
   /** @type {Record<string, string>} */
   sampleQuery: {},
@@ -159,6 +161,7 @@ async function renderRunTab() {
 async function loadCharts(key) {
   const snap = await getJson(`${runPath(key)}/charts`);
   state.data.set(key, { specs: snap.specs, points: snap.points, generation: snap.points.generation });
+  state.events.set(key, snap.marks);
   hooks.updates.push({ run: key, rows: snap.points.rows, at: Date.now(), full: true });
 }
 
@@ -238,7 +241,10 @@ function reopen() {
           charts.update();
         }
       },
-      marks: () => undefined,
+      marks: (m) => {
+        state.events.set(m.run, [...(state.events.get(m.run) ?? []), ...m.marks].slice(-500));
+        if (state.tab === 'charts' && state.selected.includes(m.run)) charts.update();
+      },
     },
     (open) => {
       conn.textContent = open ? 'live' : 'reconnecting…';

@@ -264,6 +264,7 @@ export class ChartsView {
     fig.setAttribute('data-rendered', '1');
     fig.setAttribute('data-last-step', String(built.lastStep === -Infinity ? '' : built.lastStep));
     fig.setAttribute('data-marks', String(built.marks.length));
+    fig.setAttribute('data-events', String(this.events().length));
     fig.setAttribute('data-series', String(built.series.length - 1));
     fig.setAttribute('data-points', String(built.data[0].length));
   }
@@ -310,7 +311,30 @@ export class ChartsView {
       const multi = this.state.selected.length > 1;
       ctx.fillText(multi ? `${this.state.runs.get(m.run)?.id ?? m.run}: ${m.code}` : m.code, p0 + 3, top + 12 * devicePixelRatio);
     }
+    // the run's own events at their steps: a checkpoint, a crash, a halt, a resume
+    ctx.font = `${10 * devicePixelRatio}px system-ui, sans-serif`;
+    for (const e of this.events()) {
+      const x = this.xOfStep({ run: e.run, code: '', severity: '', onset: e.step, last: e.step }, e.step);
+      if (x === null) continue;
+      const p = u.valToPos(x, 'x', true);
+      const c = e.kind === 'checkpoint' ? '#7f7f7f' : '#9467bd';
+      ctx.strokeStyle = c;
+      ctx.setLineDash([1, 3]);
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.moveTo(p, top);
+      ctx.lineTo(p, top + height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = c;
+      ctx.fillText(e.kind, p + 2, top + height - 4 * devicePixelRatio);
+    }
     ctx.restore();
+  }
+
+  /** The shown runs' events that have a step, each with its run. @returns {{ run: string, kind: string, step: number }[]} */
+  events() {
+    return this.state.selected.flatMap((/** @type {string} */ run) => (this.state.events.get(run) ?? []).filter((/** @type {any} */ e) => e.step !== null).map((/** @type {any} */ e) => ({ run, kind: e.kind, step: e.step })));
   }
 
   /** The mark whose flag is within 6 px of `offsetX` (CSS pixels over the plot). @param {any} u @param {number} offsetX */
