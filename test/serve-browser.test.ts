@@ -372,6 +372,29 @@ describe('probe serve in Chromium', { skip }, () => {
     await page.close();
   });
 
+  test('zoom: a step range zoomed into is fetched at full resolution, and a double-click brings the live points back', { timeout: 120_000 }, async () => {
+    const o = await open(serving!);
+    const { page } = o;
+    await tick(page, keys.collapse);
+    const entropy = 'figure[data-chart="entropy"]';
+    await page.waitForSelector(`${entropy}[data-rendered]`);
+    const live = Number(await page.getAttribute(entropy, 'data-points'));
+    // a drag-select ends in setScale, as this does
+    await page.evaluate(() => (window as any).__rlprobeServe.charts.charts.get('entropy').u.setScale('x', { min: 200, max: 240 }));
+    await page.waitForSelector(`${entropy}[data-zoomed="200..240"]`);
+    // every step of 200..240, each once: the rows the server read for the range, between the live points around it
+    // (not around the finding's flag at its onset, 120: a click there opens the finding)
+    assert.equal(await page.getAttribute(entropy, 'data-zoom-points'), '41');
+    const xs = (await page.evaluate(() => (window as any).__rlprobeServe.charts.charts.get('entropy').u.data[0])) as number[];
+    assert.deepEqual(xs.filter((x) => x >= 200 && x <= 240), Array.from({ length: 41 }, (_, i) => 200 + i));
+    await page.locator(`${entropy} .u-over`).dblclick();
+    await page.waitForSelector(`${entropy}:not([data-zoomed])`);
+    const back = (await page.evaluate(() => (window as any).__rlprobeServe.charts.charts.get('entropy').u.data[0].length)) as number;
+    assert.equal(back, live);
+    await assertClean(o);
+    await page.close();
+  });
+
   test('drill-down: a finding opens with its message and remedy; a sample opens in full with its trial and span tree; a span opens', { timeout: 120_000 }, async () => {
     const o = await open(serving!);
     const { page } = o;

@@ -127,6 +127,18 @@ describe('probe serve over a folder of runs', () => {
     const entropy = RunReader.open(fleet.runs.collapse).view(['entropy_mean']).series('entropy_mean');
     assert.equal(charts.points.series.entropy_mean.length, 300);
     assert.ok(Math.abs(charts.points.series.entropy_mean[299] - entropy[299]) < 1e-5 * Math.abs(entropy[299]));
+    // a zoom: the rows of a step range at full resolution, or min/max buckets of `points`
+    const zoom = await getJson(serving.port, `/api/runs/${key}/series?columns=entropy_mean&from=100&to=140&bands=reward_mean:reward_std`);
+    assert.deepEqual(zoom.x.step, Array.from({ length: 41 }, (_, i) => 100 + i));
+    assert.ok(zoom.series.entropy_mean.every((v: number, i: number) => Math.abs(v - entropy[100 + i]) <= 1e-5 * Math.abs(entropy[100 + i])));
+    assert.equal(zoom.bands['reward_mean\u0000reward_std'].lo.length, 41);
+    const coarse = await getJson(serving.port, `/api/runs/${key}/series?columns=entropy_mean&from=0&to=299&points=20`);
+    assert.equal(coarse.x.step.length, 20);
+    assert.equal(Math.min(...coarse.series.entropy_mean), Math.min(...Array.from(entropy, (v) => Number(v.toPrecision(6)))));
+    for (const q of ['columns=nope&from=0&to=1', 'columns=entropy_mean&from=x&to=1', 'columns=entropy_mean&from=5&to=1', 'columns=entropy_mean&from=0&to=1&points=5', 'from=0&to=1']) {
+      const a = await get(serving.port, `/api/runs/${key}/series?${q}`);
+      assert.equal(a.status, 400, `${q}: ${a.body}`);
+    }
     const findings = await getJson(serving.port, `/api/runs/${key}/findings`);
     const f = findings.findings.find((x: any) => x.code === 'ENTROPY_COLLAPSE');
     assert.ok(f, JSON.stringify(findings));

@@ -8,6 +8,7 @@ import type { Finding } from '../doctor/finding.js';
 import { RlprobeError } from '../errors.js';
 import type { SampleQuery } from '../reader/sample-stream.js';
 import type { TrialCapture } from '../reader/trial-reader.js';
+import { downsample, downsampleBand, stepRows } from '../report/downsample.js';
 import { evidenceSamples, evidenceSteps, samplesAt } from '../report/forensics.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { SpanTreeNode } from '../schema/span-record.js';
@@ -270,3 +271,59 @@ function trialOfSpan(trials: TrialCapture[], rootId: string | null, sampleId: st
 }
 
 export type { Finding };
+
+/** Points a zoom may ask for, at most (a chart is ~1,300 pixels wide). */
+const MAX_ZOOM_POINTS = 20_000;
+
+/**
+ * A step range of some columns at full resolution (or min/max buckets of `points` when
+ * more rows lie in it): what a page shows once zoomed in past its live buckets. The one
+ * answer that reads whole columns — only the columns asked for, only when asked.
+ */
+export function seriesRange(ctx: ServeContext, key: string, q: URLSearchParams): unknown {
+  const entry = entryOf(ctx, key);
+  const reader = readerOf(entry);
+  const known = new Set(reader.stepColumns().map((c) => c.name));
+  const columns = (q.get('columns') ?? '').split(',').filter((c) => c !== '');
+  if (columns.length === 0 || columns.length > 64) throw new HttpError(400, `invalid columns ${JSON.stringify(q.get('columns') ?? '')}: expected 1 to 64 step columns separated by commas`);
+  const unknown = columns.find((c) => !known.has(c));
+  if (unknown !== undefined) throw new HttpError(400, `invalid columns: run ${entry.shownPath} has no step column ${JSON.stringify(unknown)}`);
+  const bands = (q.get('bands') ?? '').split(',').filter((b) => b !== '').map((b) => b.split(':'));
+  if (bands.some((b) => b.length !== 2 || !known.has(b[0]) || !known.has(b[1]))) throw new HttpError(400, `invalid bands ${JSON.stringify(q.get('bands'))}: expected MEAN:SPREAD pairs of step columns`);
+  const number = (name: string): number => {
+    const v = Number(q.get(name) ?? 'NaN');
+    if (!Number.isFinite(v)) throw new HttpError(400, `invalid ${name} ${JSON.stringify(q.get(name))}: expected a step number`);
+    return v;
+  };
+  const from = number('from');
+  const to = number('to');
+  if (from > to) throw new HttpError(400, `invalid range ${from}..${to}: from is after to`);
+  const points = q.get('points') === null ? 2000 : number('points');
+  if (!Number.isInteger(points) || points < 10 || points > MAX_ZOOM_POINTS) throw new HttpError(400, `invalid points ${points}: expected an integer in 10..${MAX_ZOOM_POINTS}`);
+  const wanted = [...new Set([...columns, ...bands.flat(), 'timestamp'])].filter((c) => known.has(c));
+  const table = reader.stepTable(['step', ...wanted]);
+  const col = (name: string) => table.columns.find((c) => c.name === name);
+  const steps = col('step')?.values ?? new Float64Array(0);
+  // each step once at its last write, by ascending step (as the charts and the doctor read it)
+  const order = stepRows(steps);
+  const inRange: number[] = [];
+  const n = order === null ? steps.length : order.length;
+  for (let k = 0; k < n; k++) {
+    const i = order === null ? k : order[k];
+    if (steps[i] >= from && steps[i] <= to) inRange.push(i);
+  }
+  const rows = Int32Array.from(inRange);
+  const values = (name: string): Float64Array => {
+    const c = col(name);
+    if (!c || c.kind === 'list_f64') return new Float64Array(steps.length).fill(NaN);
+    return c.valid ? Float64Array.from(c.values, (v, i) => (c.valid![i] ? v : NaN)) : c.values;
+  };
+  const buckets = Math.floor(points / 2);
+  const d = downsample(steps, columns.map(values), buckets, rows);
+  const time = downsample(steps, [values('timestamp')], buckets, rows).ys[0];
+  const series: Record<string, Array<number | null>> = {};
+  columns.forEach((c, k) => (series[c] = d.ys[k]));
+  const bandPoints: Record<string, unknown> = {};
+  for (const [mean, spread] of bands) bandPoints[`${mean}\u0000${spread}`] = downsampleBand(steps, values(mean), values(spread), buckets, rows);
+  return { run: key, from, to, rows: d.rows, reduced: d.reduced, x: { step: d.x, time }, series, bands: bandPoints };
+}

@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { RlprobeError } from '../errors.js';
-import { chartSnapshot, findingDetail, findingsOf, entryOf, HttpError, listRuns, listSamples, runDiff, runEvents, runInfo, sampleDetail, spanDetail } from './api.js';
+import { chartSnapshot, findingDetail, findingsOf, entryOf, HttpError, listRuns, listSamples, runDiff, runEvents, runInfo, sampleDetail, seriesRange, spanDetail } from './api.js';
 import type { ServeContext } from './api.js';
 import type { Asset } from './assets.js';
 import type { EventHub } from './sse.js';
@@ -96,6 +96,7 @@ async function route(deps: HttpDeps, req: IncomingMessage, res: ServerResponse):
     const rest = parts.slice(3);
     if (rest.length === 0) return sendJson(await runInfo(ctx, key));
     if (rest.length === 1 && rest[0] === 'charts') return sendJson(await chartSnapshot(ctx, key));
+    if (rest.length === 1 && rest[0] === 'series') return sendJson(seriesRange(ctx, key, url.searchParams));
     if (rest.length === 1 && rest[0] === 'findings') return sendJson(findingsOf(entryOf(ctx, key)));
     if (rest.length === 2 && rest[0] === 'findings') return sendJson(findingDetail(ctx, key, decoded(rest[1])));
     if (rest.length === 1 && rest[0] === 'samples') return sendJson(listSamples(ctx, key, url.searchParams));

@@ -5,6 +5,7 @@
 // time or time since the run's start; EMA smoothing (TensorBoard's debiased form, on the
 // drawn points) and a log scale (asinh when a series has values ≤ 0). Finding flags mark
 // each finding's onset, shaded to its last step; a click on a flag opens the finding.
+import { getJson, runPath } from './api.js';
 import { fill, h } from './dom.js';
 import { colour, SEVERITY_COLOURS } from './format.js';
 
@@ -72,6 +73,25 @@ export function thin(xs, ys, budget) {
   return { x, ys: out };
 }
 
+/**
+ * A run's live points with those of steps `from`..`to` replaced by `range`'s (a zoom's).
+ * @param {any} live @param {any} range @param {number} from @param {number} to
+ */
+export function splice(live, range, from, to) {
+  const steps = live.x.step;
+  const before = lowerBound(steps, from);
+  let after = lowerBound(steps, to);
+  while (after < steps.length && steps[after] <= to) after++;
+  const join = (/** @type {any[]} */ a, /** @type {any[] | undefined} */ mid) => [...a.slice(0, before), ...(mid ?? new Array(range.x.step.length).fill(null)), ...a.slice(after)];
+  /** @type {Record<string, any>} */
+  const series = {};
+  for (const [c, ys] of Object.entries(live.series)) series[c] = join(/** @type {any[]} */ (ys), range.series[c]);
+  /** @type {Record<string, any>} */
+  const bands = {};
+  for (const [k, b] of Object.entries(live.bands)) bands[k] = { lo: join(/** @type {any} */ (b).lo, range.bands[k]?.lo), hi: join(/** @type {any} */ (b).hi, range.bands[k]?.hi) };
+  return { ...live, x: { step: join(steps, range.x.step), time: join(live.x.time, range.x.time) }, series, bands };
+}
+
 /** Points a chart draws at most, all runs together. */
 const POINTS_PER_CHART = 4000;
 
@@ -92,7 +112,7 @@ export class ChartsView {
     this.el = el;
     this.state = state;
     this.openFinding = openFinding;
-    /** @type {Map<string, { u: any, shape: string, marks: Mark[] }>} */
+    /** @type {Map<string, any>} */
     this.charts = new Map();
     /** How long the last full render took. */
     this.timing = { renderMs: 0, buildMs: 0 };
@@ -149,13 +169,70 @@ export class ChartsView {
       const built = this.build(g);
       if (!held || held.shape !== built.shape) return this.render();
       held.marks = built.marks;
-      held.u.setData(built.data);
+      held.full = built.data;
+      // zoomed in: the zoom's own points stay until the zoom is reset (double-click)
+      if (!held.zoom) held.u.setData(built.data);
+      else held.u.redraw();
       this.annotate(held.u.root.parentElement, built);
     }
   }
 
-  /** The series, bands, data and marks of chart group `g`. @param {any} g */
-  build(g) {
+  /**
+   * The x scale of chart `id` changed: zoomed in by step past the live buckets, the runs'
+   * rows in the range are fetched at full resolution (min/max buckets of 2,000 points when
+   * more); zoomed back out, the live points return.
+   * @param {string} id @param {any} g
+   */
+  onScale(id, g) {
+    const held = this.charts.get(id);
+    if (!held || this.state.x !== 'step') return;
+    const u = held.u;
+    const { min, max } = u.scales.x;
+    const xs = held.full[0];
+    const whole = xs.length === 0 || (min <= xs[0] && max >= xs[xs.length - 1]);
+    if (whole) {
+      if (held.zoom) {
+        held.zoom = null;
+        u.root.parentElement.removeAttribute('data-zoomed');
+        u.setData(held.full);
+      }
+      return;
+    }
+    if (held.zoom && held.zoom.min === min && held.zoom.max === max) return;
+    const zoom = { min, max };
+    held.zoom = zoom;
+    const from = Math.floor(min);
+    const to = Math.ceil(max);
+    const pending = g.entries.map((/** @type {any} */ e) => {
+      const bands = e.spec.bands.map((/** @type {any} */ b) => `${e.spec.series[b.of].column}:${b.column}`).join(',');
+      const cols = e.spec.series.map((/** @type {any} */ x) => x.column).join(',');
+      return getJson(`${runPath(e.run)}/series?columns=${encodeURIComponent(cols)}&from=${from}&to=${to}&points=2000${bands ? `&bands=${encodeURIComponent(bands)}` : ''}`).then((/** @type {any} */ p) => /** @type {[string, any]} */ ([e.run, p]));
+    });
+    Promise.all(pending)
+      .then((answers) => {
+        // a later zoom, a reset or a new render took over meanwhile
+        if (this.charts.get(id) !== held || held.zoom !== zoom) return;
+        // the range at full resolution between the live points around it: uPlot's reset
+        // (double-click) then spans the whole run again, which onScale takes as zoomed out
+        const merged = new Map(answers.map(([run, p]) => [run, splice(this.state.data.get(run).points, p, from, to)]));
+        const built = this.build(g, merged);
+        if (built.shape !== held.shape) return;
+        held.marks = built.marks;
+        u.setData(built.data, false);
+        u.root.parentElement.setAttribute('data-zoomed', `${from}..${to}`);
+        u.root.parentElement.setAttribute('data-zoom-points', String(answers.reduce((n, [, p]) => n + p.x.step.length, 0)));
+      })
+      .catch(() => {
+        if (held.zoom === zoom) held.zoom = null;
+      });
+  }
+
+  /**
+   * The series, bands, data and marks of chart group `g` (from `points`' points of a run when
+   * given: a zoom's, else the live ones).
+   * @param {any} g @param {Map<string, any>} [points]
+   */
+  build(g, points) {
     const st = this.state;
     const multi = st.selected.length > 1;
     /** @type {{ x: (number|null)[], ys: (number|null)[][], run: string }[]} */
@@ -167,7 +244,7 @@ export class ChartsView {
     const marks = /** @type {Mark[]} */ ([]);
     let lastStep = -Infinity;
     for (const { run, ri, spec } of g.entries) {
-      const pts = st.data.get(run).points;
+      const pts = points?.get(run) ?? st.data.get(run).points;
       const name = st.runs.get(run)?.id ?? run;
       const ys = [];
       spec.series.forEach((/** @type {any} */ s, /** @type {number} */ si) => {
@@ -245,11 +322,13 @@ export class ChartsView {
       cursor: { drag: { x: true, y: false } },
       hooks: {
         draw: [(/** @type {any} */ u) => view.drawMarks(u)],
+        setScale: [(/** @type {any} */ _u, /** @type {string} */ key) => key === 'x' && view.onScale(g.id, g)],
       },
     };
     // @ts-ignore: uPlot is the classic script loaded before this module
     const u = new uPlot(opts, built.data, fig);
-    const entry = { u, shape: built.shape, marks: built.marks, perRun: built.perRun };
+    /** @type {any} */
+    const entry = { u, shape: built.shape, marks: built.marks, perRun: built.perRun, full: built.data, zoom: null };
     this.charts.set(g.id, entry);
     u.over.addEventListener('click', (/** @type {MouseEvent} */ e) => {
       const hit = this.markAt(u, e.offsetX);
