@@ -166,6 +166,24 @@ function damage(file: string): void {
   writeFileSync(file, bytes);
 }
 
+describe('a .writer.lock that is not a lock file', () => {
+  // read on every status (probe info, probe serve's every look): it must never block or grow a read
+  const LOCKS = { ...KINDS, huge: { make: (p: string) => writeFileSync(p, Buffer.alloc(64 << 20, 0x61)), called: /not ours/ } };
+  for (const [kind, { make }] of Object.entries(LOCKS)) {
+    test(`.writer.lock as ${kind}: probe info finishes, the lock read as not ours`, { timeout: 90_000 }, async () => {
+      const dir = copyRun();
+      const lock = path.join(dir, '.writer.lock');
+      rmSync(lock, { force: true });
+      make(lock);
+      const started = Date.now();
+      const r = await runCli(['info', dir]);
+      assert.ok(Date.now() - started < 30_000, `took ${Date.now() - started} ms`);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /its \.writer\.lock is not ours/, r.stdout);
+    });
+  }
+});
+
 describe('a capture manifest that is not a regular file', () => {
   for (const [kind, { make, called }] of Object.entries(KINDS)) {
     test(`capture.json as ${kind}: the trials of the run are listed, this capture as broken, naming it`, async () => {

@@ -5,10 +5,11 @@
  * same host the writer is alive exactly when that process is and started before it took
  * the lock (a reused pid is another process). The Python recorder takes no lock.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, readFileSync, readSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { openRegularFile } from '../files/regular-file.js';
 import { processAlive } from '../process/alive.js';
 
 export interface LockHolder {
@@ -25,13 +26,13 @@ export type WriterLock =
   | { state: 'unreadable' }
   | { state: 'held' | 'gone' | 'elsewhere'; holder: LockHolder };
 
+/** Longest lock file read: ours is one short line. */
+const MAX_LOCK_BYTES = 4096;
+
 export function writerLock(runDir: string): WriterLock {
-  let text: string;
-  try {
-    text = readFileSync(path.join(runDir, '.writer.lock'), 'utf8');
-  } catch {
-    return { state: 'none' };
-  }
+  const text = lockText(path.join(runDir, '.writer.lock'));
+  if (text === null) return { state: 'none' };
+  if (text === undefined) return { state: 'unreadable' };
   const m = /^pid (\d+) on (.+) since ([\d.]+)\s*$/.exec(text.trim());
   if (!m) return { state: 'unreadable' };
   const holder = { pid: Number(m[1]), host: m[2], since: Number(m[3]) };
@@ -40,6 +41,31 @@ export function writerLock(runDir: string): WriterLock {
   // a second of slack: the start time is in clock ticks, the lock time in float seconds
   const alive = processAlive(holder.pid) && (started === null || started <= holder.since + 1);
   return { state: alive ? 'held' : 'gone', holder };
+}
+
+/**
+ * The lock file's text: null when there is none, undefined when it is not a short regular
+ * file (a FIFO, a device, a directory, a link loop, something huge). Read on every status
+ * question (`probe info`, each look of `probe serve`), so it must never block or grow:
+ * opened non-blocking as a regular file only, at most MAX_LOCK_BYTES read.
+ */
+function lockText(file: string): string | null | undefined {
+  let fd: number | null;
+  try {
+    fd = openRegularFile(file, 'RLPROBE_IO', 'not a lock file');
+  } catch {
+    return undefined;
+  }
+  if (fd === null) return null;
+  try {
+    const buf = Buffer.alloc(MAX_LOCK_BYTES + 1);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return n > MAX_LOCK_BYTES ? undefined : buf.toString('utf8', 0, n);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** When process `pid` started (Unix seconds), from /proc; null where /proc cannot say. */
