@@ -308,6 +308,43 @@ describe('probe serve on a run being recorded', () => {
   });
 });
 
+describe('probe serve when looking at one run fails', () => {
+  test('the other runs are still looked at, and the failing one shows its error', { timeout: 60_000 }, async () => {
+    const { RunEntry } = await import('../ts/serve/run-entry.js');
+    const { Recorder } = await import('../ts/index.js');
+    const tmp = freshTempDir('serve-failing-look');
+    const bad = path.join(tmp.dir, 'a-bad');
+    const good = path.join(tmp.dir, 'b-good');
+    for (const dir of [bad, good]) new Recorder(dir, { installHandlers: false, captureEnvironment: false, flushIntervalMs: 3_600_000 }).close();
+    const rec = new Recorder(good, { installHandlers: false, captureEnvironment: false, flushIntervalMs: 3_600_000 });
+    const poll = RunEntry.prototype.poll;
+    RunEntry.prototype.poll = function (this: InstanceType<typeof RunEntry>) {
+      if (this.dir === realpathSync(bad)) throw new RangeError('Invalid time value');
+      return poll.call(this);
+    };
+    let serving: Serving | null = null;
+    try {
+      serving = await startServe({ roots: [tmp.dir], port: 0, pollMs: 100, rescanMs: 200 });
+      for (let step = 0; step < 5; step++) rec.logStep({ step, loss: 1 });
+      assert.ok(rec.flushSync(10_000));
+      const until = Date.now() + 20_000;
+      let rows: any[] = [];
+      while (Date.now() < until) {
+        rows = (await getJson(serving.port, '/api/runs')).runs;
+        if (rows.find((r) => r.path.endsWith('b-good'))?.rows === 5) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(rows.find((r) => r.path.endsWith('b-good'))?.rows, 5, JSON.stringify(rows));
+      assert.match(rows.find((r) => r.path.endsWith('a-bad'))?.error ?? '', /Invalid time value/);
+    } finally {
+      RunEntry.prototype.poll = poll;
+      rec.close();
+      await serving?.close();
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('probe serve and a recorder with the live doctor', () => {
   test("the live doctor's finding events reach the page on the next look, without a diagnosis of the server's", { timeout: 180_000 }, async () => {
     const tmp = freshTempDir('serve-live-doctor');

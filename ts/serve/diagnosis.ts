@@ -72,10 +72,14 @@ export class DiagnosisQueue {
     if (this.running || this.stopped) return;
     const entry = this.waiting.shift();
     if (!entry) return;
-    this.running = this.diagnoseOne(entry).finally(() => {
-      this.running = null;
-      this.pump();
-    });
+    this.running = this.diagnoseOne(entry)
+      .catch(() => {
+        this.counts.failed++;
+      })
+      .finally(() => {
+        this.running = null;
+        this.pump();
+      });
   }
 
   private async diagnoseOne(entry: RunEntry): Promise<void> {
@@ -91,7 +95,7 @@ export class DiagnosisQueue {
       entry.diagnosed = d.findings;
       entry.diagnosis = 'done';
       const fresh = d.findings.filter((x) => f.ledger.isNew(x));
-      if (!this.stopped) this.onFindings(entry, fresh);
+      this.tell(entry, fresh);
     } catch (error) {
       this.counts.failed++;
       // a run in the middle of a compaction, or damaged: tried again as it grows
@@ -99,7 +103,17 @@ export class DiagnosisQueue {
       if (ended) f.endedDiagnosed = true;
       entry.diagnosis = 'failed';
       entry.error ??= `diagnosis failed: ${(error as Error).message}`;
-      if (!this.stopped) this.onFindings(entry, []);
+      this.tell(entry, []);
+    }
+  }
+
+  /** Hands the news on; what the receiver throws is its own (the queue goes on). */
+  private tell(entry: RunEntry, fresh: Finding[]): void {
+    if (this.stopped) return;
+    try {
+      this.onFindings(entry, fresh);
+    } catch {
+      // the receiver failed for this run (e.g. its row cannot be shown): the next diagnosis tells again
     }
   }
 }

@@ -103,7 +103,7 @@ export class RunEntry {
   /** Looks at the run: reads what is new since the last poll. Never throws (the error is kept and shown). */
   poll(): PollChange {
     const change: PollChange = { row: false, steps: false, liveFindings: false, marks: [] };
-    const before = JSON.stringify(this.rowFacts());
+    const before = this.factsText();
     try {
       this.reader ??= RunReader.open(this.dir);
       this.pollEvents(change);
@@ -115,8 +115,21 @@ export class RunEntry {
     } catch (error) {
       this.error = (error as Error).message;
     }
-    change.row = JSON.stringify(this.rowFacts()) !== before;
+    change.row = this.factsText() !== before;
     return change;
+  }
+
+  /** Records why looking at the run failed (shown on its row; the next look tries again). */
+  failed(error: unknown): void {
+    this.error = (error as Error)?.message ?? String(error);
+  }
+
+  private factsText(): string {
+    try {
+      return JSON.stringify(this.rowFacts());
+    } catch (error) {
+      return `unshowable: ${(error as Error).message}`;
+    }
   }
 
   private pollEvents(change: PollChange): void {
@@ -192,7 +205,7 @@ export class RunEntry {
       rows: this.rows,
       first_step: this.firstStep,
       last_step: this.lastStep,
-      last_write: this.lastWriteMs === null ? null : new Date(this.lastWriteMs).toISOString(),
+      last_write: isoTime(this.lastWriteMs),
       findings: counts,
       diagnosis: this.diagnosis,
       error: this.error,
@@ -202,6 +215,11 @@ export class RunEntry {
   row(): RunRow {
     return { key: this.key, path: this.shownPath, ...this.rowFacts() };
   }
+}
+
+/** Milliseconds as an ISO time; null for none, or one no Date can hold (an mtime past year 275760). */
+export function isoTime(ms: number | null): string | null {
+  return ms !== null && Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : null;
 }
 
 /** Size, mtime and inode of a path ('' when it does not exist): what says it changed. */

@@ -18,7 +18,7 @@ import { DiagnosisQueue } from './diagnosis.js';
 import { encodeJson, handler } from './http.js';
 import { isLoopback, parseServeOptions } from './options.js';
 import type { ServeOptionsInput } from './options.js';
-import type { RunEntry } from './run-entry.js';
+import type { PollChange, RunEntry, RunRow } from './run-entry.js';
 import { RunIndex } from './run-index.js';
 import { EventHub } from './sse.js';
 
@@ -43,9 +43,23 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
   const charts = new ChartsCache(options.buckets, options.maxChartRuns);
   const hub = new EventHub(encodeJson);
   const lastPolled = new Map<string, number>();
+  /** The run-list rows of `entries`; one that cannot be shown is left out (its next look says why). */
+  const rows = (entries: RunEntry[]): RunRow[] => {
+    const out: RunRow[] = [];
+    for (const e of entries) {
+      try {
+        out.push(e.row());
+      } catch (error) {
+        e.failed(error);
+      }
+    }
+    return out;
+  };
   const diagnosis = new DiagnosisQueue((entry, fresh) => {
+    // a run removed while it was diagnosed is not sent back to the pages
+    if (index.entries.get(entry.key) !== entry) return;
     hub.send('findings', { ...(findingsOf(entry) as object), new: fresh.map((f) => f.code) }, null);
-    hub.send('runs', { changed: [entry.row()], removed: [] });
+    hub.send('runs', { changed: rows([entry]), removed: [] });
   });
   const ctx: ServeContext = { index, charts, diagnosis };
   const assets = loadAssets();
@@ -59,9 +73,19 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     hub.send('series', { run: entry.key, specs: c.specs(), ...c.points(from), at: Date.now() }, entry.key);
   };
 
-  const pollOne = async (entry: RunEntry, now: number): Promise<boolean> => {
+  /** One look at one run; a failure is the run's error (shown on its row), never the loop's. */
+  const look = (entry: RunEntry, now: number): PollChange | null => {
     lastPolled.set(entry.key, now);
-    const change = entry.poll();
+    try {
+      return entry.poll();
+    } catch (error) {
+      entry.failed(error);
+      return null;
+    }
+  };
+  const pollOne = async (entry: RunEntry, now: number): Promise<boolean> => {
+    const change = look(entry, now);
+    if (change === null) return true;
     if (change.steps && charts.held(entry.key)) {
       const grown = await charts.follow(entry);
       if (grown) pushSeries(entry, grown);
@@ -79,13 +103,15 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     ticking = true;
     try {
       const now = Date.now();
-      const changed: unknown[] = [];
+      const changed: RunEntry[] = [];
       for (const entry of index.entries.values()) {
         if (stopped) return;
         if (entry.ended && now - (lastPolled.get(entry.key) ?? 0) < ENDED_POLL_MS) continue;
-        if (await pollOne(entry, now)) changed.push(entry.row());
+        if (await pollOne(entry, now)) changed.push(entry);
       }
-      if (changed.length) hub.send('runs', { changed, removed: [] });
+      // a run removed by a search during the looks is not sent back to the pages
+      const still = changed.filter((e) => index.entries.get(e.key) === e);
+      if (still.length) hub.send('runs', { changed: rows(still), removed: [] });
     } finally {
       ticking = false;
     }
@@ -100,11 +126,10 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     }
     const now = Date.now();
     for (const e of added) {
-      lastPolled.set(e.key, now);
-      e.poll();
+      look(e, now);
       if (options.diagnose) diagnosis.consider(e, now);
     }
-    if (added.length || removed.length) hub.send('runs', { added: added.map((e) => e.row()), changed: [], removed });
+    if (added.length || removed.length) hub.send('runs', { added: rows(added), changed: [], removed });
   };
 
   rescan();
@@ -133,7 +158,13 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     server.listen(options.port, options.host, () => resolve());
   });
   const pollTimer = setInterval(() => void tick().catch(() => undefined), options.pollMs);
-  const scanTimer = setInterval(rescan, options.rescanMs);
+  const scanTimer = setInterval(() => {
+    try {
+      rescan();
+    } catch {
+      // a folder unreadable for a moment: the next search tries again
+    }
+  }, options.rescanMs);
   const port = (server.address() as AddressInfo).port;
   const shownHost = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   return {

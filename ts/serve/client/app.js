@@ -6,7 +6,7 @@ import { ChartsView } from './charts.js';
 import { renderDiff } from './diff.js';
 import { fill, h } from './dom.js';
 import { Drawer } from './drill.js';
-import { num } from './format.js';
+import { isoTime, num } from './format.js';
 import { renderRuns } from './runs.js';
 import { renderSamples } from './samples.js';
 
@@ -149,7 +149,7 @@ async function renderRunTab() {
       h('h3', null, `Step columns (${info.columns.length})`),
       h('p', { class: 'muted' }, info.columns.map((/** @type {any} */ c) => c.name).join(', ')),
       h('h3', null, `Events (last ${events.events.length})`),
-      h('table', { class: 'list events' }, events.events.slice(-200).map((/** @type {any} */ e) => h('tr', null, h('td', null, new Date(e.timestamp * 1000).toISOString()), h('td', null, e.kind), h('td', null, e.step === null ? '' : num(e.step)), h('td', null, e.message)))),
+      h('table', { class: 'list events' }, events.events.slice(-200).map((/** @type {any} */ e) => h('tr', null, h('td', null, isoTime(e.timestamp)), h('td', null, e.kind), h('td', null, e.step === null ? '' : num(e.step)), h('td', null, e.message)))),
     );
   } catch (e) {
     if (render !== mainRenders) return;
@@ -228,7 +228,9 @@ function reopen() {
         });
       },
       runs: (m) => {
-        for (const r of [...(m.added ?? []), ...(m.changed ?? [])]) state.runs.set(r.key, r);
+        for (const r of m.added ?? []) state.runs.set(r.key, r);
+        // a change to a run the page no longer lists (removed meanwhile) does not bring it back
+        for (const r of m.changed ?? []) if (state.runs.has(r.key)) state.runs.set(r.key, r);
         for (const k of m.removed ?? []) state.runs.delete(k);
         renderList();
       },

@@ -270,7 +270,7 @@ export class ChartsView {
       const steps = pts.x.step;
       if (steps.length) lastStep = Math.max(lastStep, steps[steps.length - 1]);
       for (const f of st.findings.get(run) ?? []) {
-        const touches = f.columns.some((/** @type {string} */ c) => spec.series.some((/** @type {any} */ s) => s.column === c));
+        const touches = (Array.isArray(f.columns) ? f.columns : []).some((/** @type {string} */ c) => spec.series.some((/** @type {any} */ s) => s.column === c));
         if (touches || g.id === 'reward') marks.push({ run, code: f.code, severity: f.severity, onset: f.onset_step, last: f.last_step });
       }
     }

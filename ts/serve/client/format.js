@@ -31,3 +31,9 @@ export const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '
 export function colour(i) {
   return PALETTE[i % PALETTE.length];
 }
+
+/** Unix seconds as an ISO time; the raw value when no Date can hold it. @param {unknown} seconds */
+export function isoTime(seconds) {
+  const ms = typeof seconds === 'number' ? seconds * 1000 : NaN;
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : String(seconds);
+}
