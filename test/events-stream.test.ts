@@ -146,6 +146,29 @@ describe('following events.jsonl from an offset', () => {
     assert.deepEqual(readEventsFrom(path.join(dir, 'none.jsonl'), 0).events, []);
   });
 
+  test('maxBytes bounds one read: a backlog is read over several, chained they read what one read reads', (t) => {
+    const dir = tempRunDir(t);
+    const file = path.join(dir, 'events.jsonl');
+    const lines = Array.from({ length: 200 }, (_, i) => line(`k${i}`, i, { pad: 'x'.repeat(i % 37) }));
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const whole = readEventsFrom(file, 0).events.map((e) => e.kind);
+    assert.equal(whole.length, 200);
+    let at = 0;
+    let reads = 0;
+    const chained: string[] = [];
+    for (;;) {
+      const r = readEventsFrom(file, at, { maxBytes: 1000, chunkBytes: 300 });
+      reads++;
+      chained.push(...r.events.map((e) => e.kind));
+      assert.ok(r.next - at <= 1000 + 300, `one read went ${r.next - at} bytes`);
+      at = r.next;
+      if (r.next >= r.size) break;
+      assert.ok(reads < 1000);
+    }
+    assert.deepEqual(chained, whole);
+    assert.ok(reads > 10, `${reads} reads`);
+  });
+
   test('RunReader.eventsFrom tails a recording as it writes', (t) => {
     const dir = path.join(tempRunDir(t), 'run');
     const rec = new Recorder(dir, QUIET);

@@ -345,6 +345,36 @@ describe('probe serve when looking at one run fails', () => {
   });
 });
 
+describe("probe serve and a foreign writer's finding events", () => {
+  test('a finding event is checked field by field: one that is not a finding is dropped, texts and lists are bounded', { timeout: 60_000 }, async () => {
+    const { appendFileSync } = await import('node:fs');
+    const { Recorder } = await import('../ts/index.js');
+    const tmp = freshTempDir('serve-foreign-findings');
+    const dir = path.join(tmp.dir, 'run');
+    const rec = new Recorder(dir, { installHandlers: false, captureEnvironment: false });
+    for (let step = 0; step < 5; step++) rec.logStep({ step, loss: 1 });
+    rec.close();
+    const event = (data: unknown) => `${JSON.stringify({ timestamp: 1, kind: 'finding', step: 3, rank: 0, message: 'm', data })}\n`;
+    const good = { code: 'KL_BLOWUP', severity: 'warn', onset_step: 2, last_step: 4, confidence: 0.8, message: 'x'.repeat(100_000), remedy: 'r', evidence: { a: 1, b: 'two' }, samples: [{ step: 3, sample_id: 's', why: 'w' }, 7] };
+    appendFileSync(path.join(dir, 'events.jsonl'), event(good) + event({ code: 'NO_SEVERITY', onset_step: 1, last_step: 2, confidence: 1 }) + event({ code: 'BAD', severity: 'fatal', onset_step: 1, last_step: 2, confidence: 1 }) + event('not an object'));
+    const serving = await startServe({ roots: [tmp.dir], port: 0, diagnose: false });
+    try {
+      const key = (await getJson(serving.port, '/api/runs')).runs[0].key;
+      const f = await getJson(serving.port, `/api/runs/${key}/findings`);
+      assert.deepEqual(f.findings.map((x: any) => x.code), ['KL_BLOWUP']);
+      const k = f.findings[0];
+      assert.ok(k.message.length <= 4001, `message of ${k.message.length} characters kept`);
+      assert.deepEqual(k.columns, []);
+      assert.deepEqual(k.evidence, { a: 1 });
+      assert.deepEqual(k.samples, [{ step: 3, sample_id: 's', why: 'w' }]);
+      assert.equal(k.source, 'live doctor');
+    } finally {
+      await serving.close();
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('probe serve and a recorder with the live doctor', () => {
   test("the live doctor's finding events reach the page on the next look, without a diagnosis of the server's", { timeout: 180_000 }, async () => {
     const tmp = freshTempDir('serve-live-doctor');

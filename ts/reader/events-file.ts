@@ -151,6 +151,8 @@ export interface EventsFrom extends EventsRead {
   restarted: boolean;
   /** The file's inode, so a follower notices a file replaced by one as long. */
   ino: number;
+  /** The file's size when read: `next < size` means there is more (a torn line, or `maxBytes` reached). */
+  size: number;
 }
 
 /**
@@ -162,10 +164,10 @@ export interface EventsFrom extends EventsRead {
 export function readEventsFrom(
   file: string,
   offset: number,
-  options: { migrate?: EventsFileOptions['migrate']; ino?: number; chunkBytes?: number } = {},
+  options: { migrate?: EventsFileOptions['migrate']; ino?: number; chunkBytes?: number; maxBytes?: number } = {},
 ): EventsFrom {
   const fd = openRegularFile(file, 'RLPROBE_IO', 'move it out of the run directory to read the rest (the run has no readable events then)');
-  if (fd === null) return { events: [], skippedLines: 0, next: 0, restarted: offset > 0, ino: 0 };
+  if (fd === null) return { events: [], skippedLines: 0, next: 0, restarted: offset > 0, ino: 0, size: 0 };
   try {
     const stat = fstatSync(fd);
     const restarted = stat.size < offset || (options.ino !== undefined && options.ino !== 0 && options.ino !== stat.ino);
@@ -177,7 +179,9 @@ export function readEventsFrom(
     let pendingBytes = 0;
     let overlong = false;
     let pos = at;
-    while (pos < stat.size) {
+    // a follower reads a bounded stretch at a time: a huge backlog is read over several calls
+    const stopAt = options.maxBytes === undefined ? Infinity : at + Math.max(1, options.maxBytes);
+    while (pos < stat.size && at < stopAt) {
       const n = readSync(fd, chunk, 0, Math.min(chunk.length, stat.size - pos), pos);
       if (n === 0) break;
       const bytes = chunk.subarray(0, n);
@@ -212,7 +216,7 @@ export function readEventsFrom(
       }
       pos += n;
     }
-    return { events, skippedLines, next: at, restarted, ino: stat.ino };
+    return { events, skippedLines, next: at, restarted, ino: stat.ino, size: stat.size };
   } finally {
     closeSync(fd);
   }

@@ -492,10 +492,11 @@ export class RunReader {
   /**
    * The run's (rank 0) events written since byte `offset` of its events.jsonl, complete
    * lines only, and where the next read starts: what a follower tails without reading
-   * the file again (`ino` from the last read notices a replaced file).
+   * the file again (`ino` from the last read notices a replaced file; `maxBytes` bounds one
+   * read, the rest comes with the next).
    */
-  eventsFrom(offset: number, ino?: number): EventsFrom {
-    return readEventsFrom(path.join(this.runDir, 'events.jsonl'), offset, { migrate: this.eventMigration(), ino });
+  eventsFrom(offset: number, ino?: number, maxBytes?: number): EventsFrom {
+    return readEventsFrom(path.join(this.runDir, 'events.jsonl'), offset, { migrate: this.eventMigration(), ino, maxBytes });
   }
 
   /** events.jsonl of the run and of each rank directory, in rank order. */

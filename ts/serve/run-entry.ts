@@ -32,6 +32,12 @@ const ENDING_KINDS = new Set<string>([RECORDER_EVENT_KINDS.close, RECORDER_EVENT
 const MARKED_KINDS = new Set<string>(['checkpoint', 'auto_halt', RECORDER_EVENT_KINDS.crash, RECORDER_EVENT_KINDS.signal, RECORDER_EVENT_KINDS.resume]);
 /** Marks kept per run: the most recent ones. */
 const MAX_MARKS = 500;
+/** Ending events kept per run (a resume clears what came before; only the last few matter). */
+const MAX_ENDINGS = 64;
+/** Codes of the live doctor's findings kept per run (the doctor has a few dozen). */
+const MAX_LIVE_FINDINGS = 256;
+/** Bytes of events.jsonl read per look: a backlog is read over several looks. */
+const EVENTS_BYTES_PER_LOOK = 8 << 20;
 
 export interface RunRow {
   key: string;
@@ -136,8 +142,9 @@ export class RunEntry {
     const file = path.join(this.dir, 'events.jsonl');
     const stamp = statStamp(file);
     if (stamp === this.eventsStamp) return;
-    this.eventsStamp = stamp;
-    const read = this.reader!.eventsFrom(this.eventsAt, this.eventsIno);
+    const read = this.reader!.eventsFrom(this.eventsAt, this.eventsIno, EVENTS_BYTES_PER_LOOK);
+    // caught up: the next look reads again only when the file changes (else: the rest next look)
+    this.eventsStamp = read.next >= read.size ? stamp : '';
     if (read.restarted) {
       this.endings = [];
       this.liveFindings.clear();
@@ -146,14 +153,22 @@ export class RunEntry {
     this.eventsAt = read.next;
     this.eventsIno = read.ino;
     for (const e of read.events) {
-      if (ENDING_KINDS.has(e.kind) && e.rank === 0) this.endings.push(e);
-      if (e.kind === 'finding' && isFinding(e.data)) {
-        this.liveFindings.set(e.data.code, e.data);
-        change.liveFindings = true;
+      // kept small whatever a line holds: what the status and a chart mark need
+      if (ENDING_KINDS.has(e.kind) && e.rank === 0) {
+        this.endings.push(slim(e, true));
+        if (this.endings.length > MAX_ENDINGS) this.endings.splice(0, this.endings.length - MAX_ENDINGS);
+      }
+      if (e.kind === 'finding') {
+        const f = liveFinding(e.data);
+        if (f && (this.liveFindings.has(f.code) || this.liveFindings.size < MAX_LIVE_FINDINGS)) {
+          this.liveFindings.set(f.code, f);
+          change.liveFindings = true;
+        }
       }
       if (MARKED_KINDS.has(e.kind)) {
-        this.marks.push(e);
-        change.marks.push(e);
+        const mark = slim(e, false);
+        this.marks.push(mark);
+        change.marks.push(mark);
       }
     }
     if (this.marks.length > MAX_MARKS) this.marks.splice(0, this.marks.length - MAX_MARKS);
@@ -232,7 +247,62 @@ function statStamp(p: string): string {
   }
 }
 
-function isFinding(data: unknown): data is Finding {
-  const d = data as Partial<Finding> | null;
-  return d !== null && typeof d === 'object' && typeof d.code === 'string' && typeof d.severity === 'string' && typeof d.onset_step === 'number';
+/** Characters of an event's message, and of a live finding's texts, kept. */
+const MAX_TEXT = 4000;
+
+/** An event as the server keeps it: its place and kind, a bounded message, and (for an ending) the exit code or signal runStatus reads. */
+function slim(e: RunEvent, ending: boolean): RunEvent {
+  const data: Record<string, unknown> = {};
+  if (ending) {
+    for (const k of ['code', 'signal'] as const) {
+      const v = (e.data as Record<string, unknown> | null)?.[k];
+      if (typeof v === 'number' || (typeof v === 'string' && v.length <= 64)) data[k] = v;
+    }
+  }
+  return { timestamp: e.timestamp, kind: e.kind, step: e.step, rank: e.rank, message: cut(e.message), data } as RunEvent;
+}
+
+function cut(s: unknown): string {
+  const t = typeof s === 'string' ? s : '';
+  return t.length > MAX_TEXT ? `${t.slice(0, MAX_TEXT)}…` : t;
+}
+
+const SEVERITIES = new Set(['info', 'warn', 'critical']);
+
+/**
+ * A live doctor's `finding` event's data as a Finding, checked field by field (event data is
+ * not checked when read): null when it is not one. Texts are bounded and lists capped, so a
+ * foreign writer's event can neither break the page nor grow the server.
+ */
+export function liveFinding(data: unknown): Finding | null {
+  const d = data as Record<string, unknown> | null;
+  if (d === null || typeof d !== 'object') return null;
+  const num = (v: unknown) => typeof v === 'number';
+  if (typeof d.code !== 'string' || d.code === '' || d.code.length > 100 || !SEVERITIES.has(d.severity as string)) return null;
+  if (!num(d.onset_step) || !num(d.last_step) || !num(d.confidence)) return null;
+  const evidence: Record<string, number> = {};
+  if (d.evidence && typeof d.evidence === 'object') {
+    for (const [k, v] of Object.entries(d.evidence).slice(0, 50)) if (typeof v === 'number') evidence[cut(k)] = v;
+  }
+  const samples = Array.isArray(d.samples)
+    ? d.samples
+        .slice(0, 50)
+        .filter((x): x is Record<string, unknown> => x !== null && typeof x === 'object' && num((x as Record<string, unknown>).step) && typeof (x as Record<string, unknown>).sample_id === 'string')
+        .map((x) => ({ step: x.step as number, sample_id: cut(x.sample_id), why: cut(x.why) }))
+    : [];
+  const levels = d.levels as Finding['levels'] | null | undefined;
+  return {
+    code: d.code,
+    severity: d.severity as Finding['severity'],
+    onset_step: d.onset_step as number,
+    last_step: d.last_step as number,
+    confidence: d.confidence as number,
+    message: cut(d.message),
+    remedy: cut(d.remedy),
+    evidence,
+    columns: Array.isArray(d.columns) ? d.columns.filter((c): c is string => typeof c === 'string').slice(0, 50).map(cut) : [],
+    root_cause: typeof d.root_cause === 'string' ? cut(d.root_cause) : null,
+    samples,
+    levels: levels && typeof levels === 'object' && typeof levels.column === 'string' && num(levels.start) && num(levels.end) ? levels : null,
+  };
 }
