@@ -118,7 +118,7 @@ describe('probe serve over a folder of runs', () => {
     const key = keyOf(fleet.runs.collapse);
     const info = await getJson(serving.port, `/api/runs/${key}`);
     assert.equal(info.manifest.run_id, 'b-collapse');
-    assert.ok(info.charts.some((c: any) => c.id === 'entropy'));
+    assert.ok(info.columns.some((c: any) => c.name === 'entropy_mean'));
     const charts = await getJson(serving.port, `/api/runs/${key}/charts`);
     assert.equal(charts.points.rows, 300);
     const checkpoint = (await getJson(serving.port, `/api/runs/${keyOf(fleet.runs.healthy)}/charts`)).marks;

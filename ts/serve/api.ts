@@ -55,17 +55,15 @@ export function listRuns(ctx: ServeContext): unknown {
   return { roots: ctx.index.roots, runs, not_searched: ctx.index.notSearched, not_searched_total: ctx.index.notSearchedTotal };
 }
 
-export async function runInfo(ctx: ServeContext, key: string): Promise<unknown> {
+export function runInfo(ctx: ServeContext, key: string): unknown {
   const entry = entryOf(ctx, key);
   const reader = readerOf(entry);
   const listing = reader.fileListing();
-  const charts = await ctx.charts.of(entry);
   return {
     run: entry.row(),
     manifest: reader.manifest,
     layout: entry.layout,
     columns: reader.stepColumns(),
-    charts: charts.specs(),
     damaged: listing.damaged,
     foreign: listing.foreign,
     marks: entry.marks,

@@ -15,9 +15,14 @@ export class ChartsCache {
   /** Builds, follows that grew, rebuilds, and follows that failed: for the closing figures and tests. */
   readonly counts = { builds: 0, follows: 0, rebuilds: 0, failures: 0 };
 
+  /** Runs whose last follow was put off (a rebuild too soon after the last) or failed: followed again on the next look. */
+  private readonly behind = new Set<string>();
+
   constructor(
     private readonly buckets: number,
     private readonly maxRuns: number,
+    /** Runs an open page shows: never dropped, or their charts would stop without a sign. */
+    private readonly watched: () => ReadonlySet<string> = () => new Set(),
   ) {}
 
   /** The run's charts, built now when not held. */
@@ -35,8 +40,23 @@ export class ChartsCache {
     const building = LiveCharts.open(reader, this.buckets);
     this.built.set(entry.key, building);
     building.catch(() => this.built.delete(entry.key));
-    while (this.built.size > this.maxRuns) this.built.delete(this.built.keys().next().value!);
+    this.evict(entry.key);
     return building;
+  }
+
+  /** Drops the least recently used charts past `maxRuns`, never those of a run a page shows nor `keep` (just asked for). */
+  private evict(keep: string): void {
+    if (this.built.size <= this.maxRuns) return;
+    const watched = this.watched();
+    for (const key of [...this.built.keys()]) {
+      if (this.built.size <= this.maxRuns) return;
+      if (key !== keep && !watched.has(key)) this.drop(key);
+    }
+  }
+
+  /** Whether the run's charts missed rows a look saw (follow them even if nothing changed since). */
+  isBehind(key: string): boolean {
+    return this.behind.has(key);
   }
 
   held(key: string): boolean {
@@ -46,6 +66,7 @@ export class ChartsCache {
   drop(key: string): void {
     this.built.delete(key);
     this.lastRebuild.delete(key);
+    this.behind.delete(key);
   }
 
   /**
@@ -58,18 +79,28 @@ export class ChartsCache {
     try {
       const charts = await held;
       const result = charts.follow(entry.reader);
-      if (result === 'same') return null;
+      if (result === 'same') {
+        this.behind.delete(entry.key);
+        return null;
+      }
       if (result === 'grew') {
+        this.behind.delete(entry.key);
         this.counts.follows++;
         return charts;
       }
       const now = Date.now();
-      if (now - (this.lastRebuild.get(entry.key) ?? 0) < REBUILD_GAP_MS) return null;
+      if (now - (this.lastRebuild.get(entry.key) ?? 0) < REBUILD_GAP_MS) {
+        this.behind.add(entry.key);
+        return null;
+      }
       this.lastRebuild.set(entry.key, now);
       this.counts.rebuilds++;
       await charts.rebuild(entry.reader);
+      this.behind.delete(entry.key);
       return charts;
     } catch {
+      // a read failed (files moving under a compaction, a damaged part): tried again next look
+      this.behind.add(entry.key);
       this.counts.failures++;
       return null;
     }

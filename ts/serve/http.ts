@@ -94,7 +94,7 @@ async function route(deps: HttpDeps, req: IncomingMessage, res: ServerResponse):
     const key = parts[2];
     if (!KEY_PATTERN.test(key)) throw new HttpError(404, `no run ${JSON.stringify(key)}: a run key is 16 hex digits`);
     const rest = parts.slice(3);
-    if (rest.length === 0) return sendJson(await runInfo(ctx, key));
+    if (rest.length === 0) return sendJson(runInfo(ctx, key));
     if (rest.length === 1 && rest[0] === 'charts') return sendJson(await chartSnapshot(ctx, key));
     if (rest.length === 1 && rest[0] === 'series') return sendJson(seriesRange(ctx, key, url.searchParams));
     if (rest.length === 1 && rest[0] === 'findings') return sendJson(findingsOf(entryOf(ctx, key)));

@@ -21,6 +21,9 @@ const COLUMNS_PER_READ = 6;
 /** Columns that are the x axis or bookkeeping, never a series. */
 const NOT_SERIES = new Set(['step', 'timestamp', 'rank']);
 
+/** Charts built in this process: part of each one's generation. */
+let instances = 0;
+
 /** How `follow` went: rows added, nothing new, or the run must be built again. */
 export type FollowResult = 'grew' | 'same' | 'rebuild';
 
@@ -36,6 +39,7 @@ export class LiveCharts implements ChartColumns {
   private order: string[] = ['step'];
   /** Bumped on each build, so a client holding points of an older build takes them all again. */
   build = 0;
+  private readonly instance = ++instances;
 
   private constructor(private readonly buckets: number) {
     this.ds = new LiveDownsample(buckets);
@@ -115,12 +119,17 @@ export class LiveCharts implements ChartColumns {
       cols.set(col.name, { values: col.values.subarray(skip), valid: col.valid?.subarray(skip) ?? null });
     }
     const times = column(tail.table.columns, 'timestamp');
+    const start = this.ds.rows;
     this.ds.append(steps.subarray(skip), times ? timesOf(times).subarray(skip) : null, cols);
     for (const col of tail.table.columns) if (!this.order.includes(col.name)) this.order.push(col.name);
     for (const [mean, spread] of this.bandPairs()) {
       const key = `${mean}\u0000${spread}`;
-      // a spread first logged now: its band starts here
-      if (!this.ds.hasBand(key)) this.ds.trackBand(mean, spread);
+      if (this.ds.hasBand(key)) continue;
+      // a spread first logged now: its band starts with these rows
+      this.ds.trackBand(mean, spread);
+      const m = cols.get(mean);
+      const sp = cols.get(spread);
+      if (m && sp) this.ds.addBand(key, m, sp, start);
     }
     this.rowsRead = tail.totalRows;
     this.lastRowStep = last;
@@ -135,7 +144,8 @@ export class LiveCharts implements ChartColumns {
   }
 
   get generation(): string {
-    return `${this.build}.${this.ds.generation}`;
+    // the instance too: charts dropped and built again start their counts again
+    return `${this.instance}.${this.build}.${this.ds.generation}`;
   }
 
   get bucketCount(): number {

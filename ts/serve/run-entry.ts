@@ -4,7 +4,7 @@
  * what changed is read: new events from the byte where the last read stopped, new step
  * rows from the row where it stopped (`stepTableFrom`). Nothing is ever written.
  */
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Finding } from '../doctor/finding.js';
@@ -175,9 +175,15 @@ export class RunEntry {
   }
 
   private pollSteps(change: PollChange): void {
-    const stamp = [statStamp(path.join(this.dir, 'steps')), statStamp(path.join(this.dir, 'steps.parquet'))].join('|');
+    // the part count too: two parts renamed in within one tick of the directory's mtime clock
+    const stamp = [statStamp(path.join(this.dir, 'steps')), entryCount(path.join(this.dir, 'steps')), statStamp(path.join(this.dir, 'steps.parquet'))].join('|');
     if (stamp === this.stepsStamp) return;
+    this.readSteps(change);
+    // only once read: a read that failed is tried again on the next look
     this.stepsStamp = stamp;
+  }
+
+  private readSteps(change: PollChange): void {
     const storage = this.reader!.storage();
     this.layout = storage.layout;
     const rows = storage.files.reduce((n, f) => n + f.rows, 0);
@@ -235,6 +241,15 @@ export class RunEntry {
 /** Milliseconds as an ISO time; null for none, or one no Date can hold (an mtime past year 275760). */
 export function isoTime(ms: number | null): string | null {
   return ms !== null && Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : null;
+}
+
+/** Entries of a directory (-1 when it cannot be listed). */
+function entryCount(dir: string): number {
+  try {
+    return readdirSync(dir).length;
+  } catch {
+    return -1;
+  }
 }
 
 /** Size, mtime and inode of a path ('' when it does not exist): what says it changed. */

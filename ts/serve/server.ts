@@ -40,8 +40,8 @@ export interface Serving {
 export async function startServe(input: ServeOptionsInput): Promise<Serving> {
   const options = parseServeOptions(input);
   const index = new RunIndex(options.roots);
-  const charts = new ChartsCache(options.buckets, options.maxChartRuns);
   const hub = new EventHub(encodeJson);
+  const charts = new ChartsCache(options.buckets, options.maxChartRuns, () => hub.watched());
   const lastPolled = new Map<string, number>();
   /** The run-list rows of `entries`; one that cannot be shown is left out (its next look says why). */
   const rows = (entries: RunEntry[]): RunRow[] => {
@@ -86,9 +86,16 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
   const pollOne = async (entry: RunEntry, now: number): Promise<boolean> => {
     const change = look(entry, now);
     if (change === null) return true;
-    if (change.steps && charts.held(entry.key)) {
+    if ((change.steps || charts.isBehind(entry.key)) && charts.held(entry.key)) {
       const grown = await charts.follow(entry);
       if (grown) pushSeries(entry, grown);
+    } else if (change.steps && hub.watched().has(entry.key)) {
+      // a page shows it but its charts are not held (a failed build): build them now, all points to the page
+      const built = await charts.of(entry).catch(() => null);
+      if (built) {
+        sent.delete(entry.key);
+        pushSeries(entry, built);
+      }
     }
     if (change.liveFindings) hub.send('findings', { ...(findingsOf(entry) as object), new: [] }, null);
     if (change.marks.length) hub.send('marks', { run: entry.key, marks: change.marks }, entry.key);
