@@ -46,6 +46,8 @@ export interface HttpDeps {
   /** The port listened on (for the Host check), and whether only loopback is served. */
   port: () => number;
   loopback: boolean;
+  /** The interface listened on (also a name a loopback Host may give). */
+  host: string;
   /** Called once the page's runs are known, so their charts are built and followed. */
   onStream: (runs: Set<string>) => void;
   hello: () => unknown;
@@ -63,7 +65,7 @@ async function route(deps: HttpDeps, req: IncomingMessage, res: ServerResponse):
     res.setHeader('Allow', 'GET, HEAD');
     throw new HttpError(405, `${req.method ?? 'this method'} is not allowed: the dashboard is read-only`);
   }
-  if (deps.loopback && !loopbackHost(req.headers.host, deps.port())) {
+  if (deps.loopback && !loopbackHost(req.headers.host, deps.port(), deps.host)) {
     throw new HttpError(421, `Host ${JSON.stringify(req.headers.host ?? '')} is not this server: open it as http://127.0.0.1:${deps.port()}/`);
   }
   const raw = req.url ?? '/';
@@ -115,9 +117,17 @@ function decoded(segment: string): string {
   }
 }
 
-function loopbackHost(host: string | undefined, port: number): boolean {
+/**
+ * Whether a Host header names this loopback server: the names of loopback and the address it
+ * listens on, with its port (or without, on port 80, as browsers send it). A page of another
+ * site reaching the server through DNS rebinding sends its own name, and is refused.
+ */
+function loopbackHost(host: string | undefined, port: number, bound: string): boolean {
   if (host === undefined) return false;
-  return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(host.toLowerCase());
+  const names = new Set(['127.0.0.1', 'localhost', '[::1]', bound.includes(':') && !bound.startsWith('[') ? `[${bound}]` : bound]);
+  const h = host.toLowerCase();
+  for (const name of names) if (h === `${name}:${port}` || (port === 80 && h === name)) return true;
+  return false;
 }
 
 function sendAsset(deps: HttpDeps, req: IncomingMessage, res: ServerResponse, name: string): void {

@@ -5,7 +5,7 @@
  * index did not find inside a folder.
  */
 import { createHash } from 'node:crypto';
-import { realpathSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 import { RlprobeError } from '../errors.js';
@@ -54,7 +54,7 @@ export class RunIndex {
   /** Searches the folders again: runs that appeared are added, runs that are gone removed. */
   scan(): ScanChange {
     const search = findRuns(this.roots);
-    this.notSearched = search.not_searched;
+    this.notSearched = [...search.not_searched];
     this.notSearchedTotal = search.not_searched_total;
     const found = new Map<string, { dir: string; shown: string }>();
     for (const dir of search.runs) {
@@ -81,13 +81,22 @@ export class RunIndex {
   private admitted(dir: string): string | null {
     try {
       const real = realpathSync(dir);
-      const manifest = realpathSync(path.join(real, 'manifest.json'));
       const root = this.roots.find((r) => inside(r, real));
-      if (root === undefined || !inside(root, manifest)) return null;
+      if (root === undefined) return null;
+      const out = linkOut(real, root);
+      if (out !== null) {
+        this.refuse(dir, out);
+        return null;
+      }
       return real;
     } catch {
       return null;
     }
+  }
+
+  private refuse(dir: string, reason: string): void {
+    this.notSearchedTotal++;
+    if (this.notSearched.length < 20) this.notSearched.push({ path: dir, reason });
   }
 
   /** `folder/sub/run`: the folder's own name, then the run's path below it. */
@@ -96,4 +105,49 @@ export class RunIndex {
     const rel = path.relative(root, real);
     return rel === '' ? path.basename(root) : `${path.basename(root)}/${rel.split(path.sep).join('/')}`;
   }
+}
+
+/** Entries of a run looked at for links, at most: past it the run is not served (said why). */
+const MAX_RUN_ENTRIES = 200_000;
+
+/**
+ * Why run `dir` cannot be served whole from inside `root`, or null: a symbolic link anywhere
+ * in it (its manifest, steps/, a sample shard, a rank directory, a trial's files) that
+ * resolves outside the root would let the server read what it was not given. The readers
+ * follow links, so the run is refused rather than read in part.
+ */
+function linkOut(dir: string, root: string): string | null {
+  const stack = [dir];
+  const visited = new Set([dir]);
+  let seen = 0;
+  while (stack.length > 0) {
+    const d = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (++seen > MAX_RUN_ENTRIES) return `not served: more than ${MAX_RUN_ENTRIES} files to check for links out of the folder`;
+      const p = path.join(d, e.name);
+      if (e.isSymbolicLink()) {
+        let target: string;
+        try {
+          target = realpathSync(p);
+        } catch {
+          continue; // a dangling link reads as a missing file
+        }
+        if (!inside(root, target)) return `not served: ${path.relative(dir, p)} is a symbolic link out of the folder (to ${target})`;
+        // a link to a directory inside the folder is read through: what it holds is checked too
+        if (!visited.has(target) && statSync(target, { throwIfNoEntry: false })?.isDirectory()) {
+          visited.add(target);
+          stack.push(target);
+        }
+      } else if (e.isDirectory()) {
+        stack.push(p);
+      }
+    }
+  }
+  return null;
 }

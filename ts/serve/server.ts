@@ -139,7 +139,6 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     if (added.length || removed.length) hub.send('runs', { added: rows(added), changed: [], removed });
   };
 
-  rescan();
   const server: Server = createServer(
     handler({
       ctx,
@@ -147,6 +146,7 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
       assets,
       port: (): number => (server.address() as AddressInfo).port,
       loopback: isLoopback(options.host),
+      host: options.host,
       hello: () => ({ version: VERSION, pollMs: options.pollMs }),
       onStream: (runs) => {
         for (const key of runs) {
@@ -164,6 +164,13 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     });
     server.listen(options.port, options.host, () => resolve());
   });
+  // the runs are found once the port is ours: a busy port starts nothing (no diagnosis to wait for)
+  try {
+    rescan();
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   const pollTimer = setInterval(() => void tick().catch(() => undefined), options.pollMs);
   const scanTimer = setInterval(() => {
     try {

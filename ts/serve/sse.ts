@@ -7,6 +7,8 @@
 import type { ServerResponse } from 'node:http';
 
 const HEARTBEAT_MS = 15_000;
+/** Bytes a stream may have waiting for its page before it is let go. */
+const MAX_BUFFERED_BYTES = 4 << 20;
 
 interface Client {
   res: ServerResponse;
@@ -18,10 +20,12 @@ export class EventHub {
   private readonly heartbeat: NodeJS.Timeout;
   /** Messages written, for the tests and the closing figures. */
   sent = 0;
+  /** Streams let go because their page stopped reading. */
+  dropped = 0;
 
   constructor(private readonly encode: (value: unknown) => string) {
     this.heartbeat = setInterval(() => {
-      for (const c of this.clients) c.res.write(': ping\n\n');
+      for (const c of this.clients) if (c.res.writableLength <= MAX_BUFFERED_BYTES) c.res.write(': ping\n\n');
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }
@@ -59,6 +63,14 @@ export class EventHub {
   }
 
   private write(c: Client, event: string, data: unknown): void {
+    // a page that stopped reading (a frozen tab, a client that never reads) is let go rather
+    // than buffered without end; a page that comes back reconnects and takes everything again
+    if (c.res.writableLength > MAX_BUFFERED_BYTES) {
+      this.dropped++;
+      this.clients.delete(c);
+      c.res.destroy();
+      return;
+    }
     c.res.write(`event: ${event}\ndata: ${this.encode(data)}\n\n`);
     this.sent++;
   }
