@@ -9,24 +9,22 @@
  * CI artifact). Without Chromium the suite is skipped locally and fails under CI=true.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
-import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
 
 import { RunReader, buildReport, renderHtml } from '../ts/index.js';
 import { renderRunsHtml } from '../ts/report/runs-html.js';
 import { buildRunsReport } from '../ts/report/runs-report.js';
+import { chromiumSkip, launchChromium, watchPage } from './helpers/chromium.js';
 import { ROOT, cleanupTempDirs, tempDir } from './helpers/fixtures.js';
 import { recordReportRun } from './helpers/report-runs.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const OUTPUT = path.join(ROOT, 'test-output');
-const skip = CHROMIUM === undefined && !process.env.CI ? 'Chromium not installed (apt-get install chromium); CI=true makes this a failure' : false;
+const skip = chromiumSkip;
 
 let context: BrowserContext;
 let reportFile = '';
@@ -36,7 +34,6 @@ let runsFile = '';
 
 before(async () => {
   if (skip) return;
-  assert.ok(CHROMIUM, 'CI=true: Chromium must be installed (.ci/run installs Debian\'s chromium)');
   const dir = tempDir('rlprobe-report-browser-');
   const run = recordReportRun('browser');
   const baseline = recordReportRun('baseline', { collapse: 'none', seed: 5 });
@@ -50,14 +47,8 @@ before(async () => {
   runsFile = path.join(dir, 'runs.html');
   writeFileSync(runsFile, renderRunsHtml(await buildRunsReport([RunReader.open(run), RunReader.open(baseline)])));
   mkdirSync(OUTPUT, { recursive: true });
-  context = await chromium.launchPersistentContext(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-chromium-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 1000 },
-    // the page must need no network: any request other than the file itself fails the test
-    offline: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  // the page must need no network: any request other than the file itself fails the test
+  context = await launchChromium({ offline: true });
 });
 after(async () => {
   await context?.close();
@@ -73,20 +64,7 @@ interface Opened {
 
 async function open(file: string): Promise<Opened> {
   const page = await context.newPage();
-  const errors: string[] = [];
-  const requests: string[] = [];
-  const dialogs: string[] = [];
-  page.on('console', (m) => {
-    // the tests' own pixel reads (getImageData) draw Chrome's readback hint: not the page's
-    if (m.type() === 'warning' && m.text().includes('willReadFrequently')) return;
-    if (m.type() === 'error' || m.type() === 'warning') errors.push(`${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('request', (r) => requests.push(r.url()));
-  page.on('dialog', (d) => {
-    dialogs.push(d.message());
-    void d.dismiss();
-  });
+  const { errors, requests, dialogs } = watchPage(page);
   await page.goto(pathToFileURL(file).href);
   await page.waitForSelector('body[data-charts]', { timeout: 15_000 });
   return { page, errors, requests, dialogs };

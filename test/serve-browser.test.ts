@@ -12,12 +12,10 @@
  * skipped locally and fails under CI=true.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
 
 import { findingsOf, entryOf, listRuns, listSamples, runDiff } from '../ts/serve/api.js';
@@ -25,15 +23,15 @@ import { startServe } from '../ts/serve/server.js';
 import type { Serving } from '../ts/serve/server.js';
 import { spawnChild, waitForExit } from './helpers/child.js';
 import type { RunningChild } from './helpers/child.js';
+import { chromiumSkip, launchChromium, watchPage } from './helpers/chromium.js';
 import { ROOT, cleanupTempDirs, tempDir } from './helpers/fixtures.js';
 import { HOSTILE_TEXT } from './helpers/report-runs.js';
 import { HOSTILE_DIR, HOSTILE_ID, makeServeFleet } from './helpers/serve-runs.js';
 import type { ServeFleet } from './helpers/serve-runs.js';
 import { PASS_NAME } from './helpers/trial-fixtures.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const OUTPUT = path.join(ROOT, 'test-output');
-const skip = CHROMIUM === undefined && !process.env.CI ? 'Chromium not installed (apt-get install chromium); CI=true makes this a failure' : false;
+const skip = chromiumSkip;
 
 /** Waits in the page: generous, CI has 2 cores shared by Chromium, the server and a writer. */
 const WAIT_MS = 60_000;
@@ -50,7 +48,6 @@ const keys = {} as Record<Exclude<Role, 'outside'>, string>;
 
 before(async () => {
   if (skip) return;
-  assert.ok(CHROMIUM, 'CI=true: Chromium must be installed (.ci/run installs Debian\'s chromium)');
   fleet = await makeServeFleet();
   serving = await startServe({ roots: [fleet.root], port: 0, pollMs: 200, rescanMs: 1000 });
   // the server's own diagnoses of the fleet are done before any page looks
@@ -62,14 +59,8 @@ before(async () => {
     keys[role] = key;
   }
   mkdirSync(OUTPUT, { recursive: true });
-  context = await chromium.launchPersistentContext(mkdtempSync(path.join(os.tmpdir(), 'rlprobe-chromium-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 1000 },
-    // no `offline: true`: it would block the server on localhost. Every request is checked
-    // to go to the server's origin instead.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  // not offline: that would block the server on localhost. Every request is checked to go to the server's origin instead.
+  context = await launchChromium();
   context.setDefaultTimeout(WAIT_MS);
 });
 after(async () => {
@@ -93,20 +84,7 @@ interface Opened {
 
 async function open(server: Serving): Promise<Opened> {
   const page = await context.newPage();
-  const errors: string[] = [];
-  const requests: string[] = [];
-  const dialogs: string[] = [];
-  page.on('console', (m) => {
-    // the tests' own pixel reads (getImageData) draw Chrome's readback hint: not the page's
-    if (m.type() === 'warning' && m.text().includes('willReadFrequently')) return;
-    if (m.type() === 'error' || m.type() === 'warning') errors.push(`${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('request', (r) => requests.push(r.url()));
-  page.on('dialog', (d) => {
-    dialogs.push(d.message());
-    void d.dismiss();
-  });
+  const { errors, requests, dialogs } = watchPage(page);
   // Content-Security-Policy violations, recorded from before the page's first script
   await page.addInitScript(() => {
     const w = window as unknown as { __csp: string[] };
