@@ -4,18 +4,7 @@ import { test } from 'node:test';
 import { summarise } from '../ts/report/chart-data.js';
 import { compact, downsample } from '../ts/report/downsample.js';
 import { LiveDownsample } from '../ts/report/live-downsample.js';
-
-/** A small seeded generator, so a failure names the seed that made it. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from './helpers/prng.js';
 
 function randomSeries(r: () => number, n: number): Float64Array {
   const xs = new Float64Array(n);
@@ -40,7 +29,7 @@ function appendInChunks(live: LiveDownsample, r: () => number, xs: Float64Array,
 
 test('appended in random chunks, each bucket holds its rows extremes in the order they happened', () => {
   for (let seed = 1; seed <= 12; seed++) {
-    const r = rng(seed);
+    const r = prng(seed);
     const n = Math.floor(r() * 40_000);
     const buckets = 1 + Math.floor(r() * 300);
     const xs = randomSeries(r, n);
@@ -88,7 +77,7 @@ test('appended in random chunks, each bucket holds its rows extremes in the orde
 });
 
 test('a run sized up front and built a column at a time equals the same rows appended live', () => {
-  const r = rng(99);
+  const r = prng(99);
   const n = 25_000;
   const xs = randomSeries(r, n);
   const ones = new Uint8Array(n).fill(1);

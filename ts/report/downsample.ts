@@ -47,6 +47,18 @@ export function stepRows(steps: ArrayLike<number>): Int32Array | null {
   return Int32Array.from(last.values()).sort((a, b) => steps[a] - steps[b]);
 }
 
+/** The rows whose step lies in `from`..`to` (inclusive), in chart order: by ascending step, each step at its last write. */
+export function rowsInRange(steps: ArrayLike<number>, from: number, to: number): Int32Array {
+  const ordered = stepRows(steps);
+  const out: number[] = [];
+  const n = ordered === null ? steps.length : ordered.length;
+  for (let k = 0; k < n; k++) {
+    const i = ordered === null ? k : ordered[k];
+    if (steps[i] >= from && steps[i] <= to) out.push(i);
+  }
+  return Int32Array.from(out);
+}
+
 export function downsample(steps: ArrayLike<number>, series: ArrayLike<number>[], buckets = DEFAULT_BUCKETS, rows: Int32Array | null = stepRows(steps)): Downsampled {
   // gathered one column at a time (rare: unsorted or re-logged steps), so the loops index directly
   const gather = (s: ArrayLike<number>): ArrayLike<number> => (rows === null ? s : Float64Array.from(rows, (r) => s[r]));

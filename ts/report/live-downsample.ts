@@ -7,17 +7,11 @@
  * the higher high, so every spike survives and memory stays O(buckets) however long the
  * run grows. A follower therefore never re-reads what it has seen.
  */
+import type { SeriesSummary } from './chart-data.js';
 import { compact, DEFAULT_BUCKETS } from './downsample.js';
 
-/** The running figures of one series (the same meaning as chart-data.ts `SeriesSummary`). */
-export interface LiveSummary {
-  first: number | null;
-  last: number | null;
-  min: number | null;
-  max: number | null;
-  points: number;
-  non_finite: number;
-}
+/** The running figures of one series: chart-data.ts `SeriesSummary`, kept as rows arrive. */
+export type LiveSummary = SeriesSummary;
 
 /** Points of a snapshot from bucket `from` on: what a client replaces from that point. */
 export interface LivePoints {

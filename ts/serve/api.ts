@@ -8,7 +8,7 @@ import type { Finding } from '../doctor/finding.js';
 import { RlprobeError } from '../errors.js';
 import type { SampleQuery } from '../reader/sample-stream.js';
 import type { TrialCapture } from '../reader/trial-reader.js';
-import { downsample, downsampleBand, stepRows } from '../report/downsample.js';
+import { downsample, downsampleBand, rowsInRange } from '../report/downsample.js';
 import { evidenceSamples, evidenceSteps, samplesAt } from '../report/forensics.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { SpanTreeNode } from '../schema/span-record.js';
@@ -303,14 +303,7 @@ export function seriesRange(ctx: ServeContext, key: string, q: URLSearchParams):
   const col = (name: string) => table.columns.find((c) => c.name === name);
   const steps = col('step')?.values ?? new Float64Array(0);
   // each step once at its last write, by ascending step (as the charts and the doctor read it)
-  const order = stepRows(steps);
-  const inRange: number[] = [];
-  const n = order === null ? steps.length : order.length;
-  for (let k = 0; k < n; k++) {
-    const i = order === null ? k : order[k];
-    if (steps[i] >= from && steps[i] <= to) inRange.push(i);
-  }
-  const rows = Int32Array.from(inRange);
+  const rows = rowsInRange(steps, from, to);
   const values = (name: string): Float64Array => {
     const c = col(name);
     if (!c || c.kind === 'list_f64') return new Float64Array(steps.length).fill(NaN);

@@ -48,7 +48,7 @@ export class ChartsCache {
   private evict(keep: string): void {
     if (this.built.size <= this.maxRuns) return;
     const watched = this.watched();
-    for (const key of [...this.built.keys()]) {
+    for (const key of this.built.keys()) {
       if (this.built.size <= this.maxRuns) return;
       if (key !== keep && !watched.has(key)) this.drop(key);
     }

@@ -1,8 +1,7 @@
 /** series: metrics over a step range, downsampled to a point budget, with summary statistics. */
 import { z } from 'zod';
 
-import { downsample, stepRows } from '../../report/downsample.js';
-import type { RunView } from '../../reader/run-view.js';
+import { downsample, rowsInRange } from '../../report/downsample.js';
 import { sparkline } from '../../report/markdown.js';
 import { cursorArg, expecting, intArg, runArg, stepArg } from '../args.js';
 import { readCursor } from '../cursor.js';
@@ -63,17 +62,6 @@ function summarise(steps: Float64Array, values: Float64Array, rows: ArrayLike<nu
 }
 
 /** The rows to use, by ascending step, each step once (its last write), within [from, to]. */
-function rowsInRange(view: RunView, from: number, to: number): Int32Array {
-  const steps = view.steps;
-  const ordered = stepRows(steps);
-  const out: number[] = [];
-  const n = ordered === null ? steps.length : ordered.length;
-  for (let k = 0; k < n; k++) {
-    const i = ordered === null ? k : ordered[k];
-    if (steps[i] >= from && steps[i] <= to) out.push(i);
-  }
-  return Int32Array.from(out);
-}
 
 function seriesText(s: z.infer<typeof SeriesSchema>): string {
   const m = s.summary;
@@ -122,7 +110,7 @@ export const series = defineTool({
       );
     }
     const view = reader.view(args.metrics);
-    const rows = rowsInRange(view, args.from_step ?? -Infinity, args.to_step ?? Infinity);
+    const rows = rowsInRange(view.steps, args.from_step ?? -Infinity, args.to_step ?? Infinity);
     const buckets = Math.floor((args.points ?? DEFAULT_POINTS) / 2);
     const items = args.metrics.slice(offset).map((metric) => {
       const values = view.series(metric);

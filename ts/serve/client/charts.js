@@ -92,6 +92,21 @@ export function splice(live, range, from, to) {
   return { ...live, x: { step: join(steps, range.x.step), time: join(live.x.time, range.x.time) }, series, bands };
 }
 
+/**
+ * A dashed vertical line across the plot at canvas x `x`.
+ * @param {CanvasRenderingContext2D} ctx @param {number} x @param {number} top @param {number} height @param {string} colour @param {number[]} dash @param {number} width
+ */
+function vline(ctx, x, top, height, colour, dash, width) {
+  ctx.strokeStyle = colour;
+  ctx.setLineDash(dash);
+  ctx.lineWidth = width;
+  ctx.beginPath();
+  ctx.moveTo(x, top);
+  ctx.lineTo(x, top + height);
+  ctx.stroke();
+  ctx.setLineDash([]);
+}
+
 /** Points a chart draws at most, all runs together. */
 const POINTS_PER_CHART = 4000;
 
@@ -375,14 +390,7 @@ export class ChartsView {
       const p1 = x1 === null ? p0 : u.valToPos(x1, 'x', true);
       ctx.fillStyle = `${c}18`;
       ctx.fillRect(p0, top, Math.max(1, p1 - p0), height);
-      ctx.strokeStyle = c;
-      ctx.setLineDash([4, 3]);
-      ctx.lineWidth = 1.5;
-      ctx.beginPath();
-      ctx.moveTo(p0, top);
-      ctx.lineTo(p0, top + height);
-      ctx.stroke();
-      ctx.setLineDash([]);
+      vline(ctx, p0, top, height, c, [4, 3], 1.5);
       ctx.fillStyle = c;
       ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
       ctx.textAlign = 'left';
@@ -397,14 +405,7 @@ export class ChartsView {
       if (x === null) continue;
       const p = u.valToPos(x, 'x', true);
       const c = e.kind === 'checkpoint' ? '#7f7f7f' : '#9467bd';
-      ctx.strokeStyle = c;
-      ctx.setLineDash([1, 3]);
-      ctx.lineWidth = 1;
-      ctx.beginPath();
-      ctx.moveTo(p, top);
-      ctx.lineTo(p, top + height);
-      ctx.stroke();
-      ctx.setLineDash([]);
+      vline(ctx, p, top, height, c, [1, 3], 1);
       ctx.fillStyle = c;
       ctx.fillText(e.kind, p + 2, top + height - 4 * devicePixelRatio);
     }
