@@ -19,7 +19,8 @@ export interface RunStatus {
   live?: boolean;
 }
 
-const ENDINGS = new Set<string>([
+/** The recorder's lifecycle events that say how a recording ended (or that it was resumed). */
+export const ENDING_EVENT_KINDS: ReadonlySet<string> = new Set<string>([
   RECORDER_EVENT_KINDS.close,
   RECORDER_EVENT_KINDS.processExit,
   RECORDER_EVENT_KINDS.crash,
@@ -36,7 +37,7 @@ export function runStatus(events: RunEvent[]): RunStatus {
   let crash: RunEvent | null = null;
   let last: RunEvent | null = null;
   for (const e of events) {
-    if (!ENDINGS.has(e.kind) || e.rank !== 0) continue;
+    if (!ENDING_EVENT_KINDS.has(e.kind) || e.rank !== 0) continue;
     if (e.kind === RECORDER_EVENT_KINDS.resume) {
       crash = null;
       last = null;

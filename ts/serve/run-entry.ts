@@ -11,7 +11,7 @@ import type { Finding } from '../doctor/finding.js';
 import { RunReader } from '../reader/run-reader.js';
 import { runState } from '../reader/run-state.js';
 import type { RunLiveness } from '../reader/run-state.js';
-import { runStatus, settleRunStatus } from '../reader/run-status.js';
+import { ENDING_EVENT_KINDS, runStatus, settleRunStatus } from '../reader/run-status.js';
 import type { StepLayout } from '../reader/step-layout.js';
 import { writerLock } from '../reader/writer-lock.js';
 import type { RunEvent } from '../schema/event.js';
@@ -27,8 +27,7 @@ const BADGES: Record<RunLiveness, Badge> = {
   unknown: 'unknown',
 };
 
-/** Events the server keeps from a run's events.jsonl: how it ended, and what charts mark. */
-const ENDING_KINDS = new Set<string>([RECORDER_EVENT_KINDS.close, RECORDER_EVENT_KINDS.processExit, RECORDER_EVENT_KINDS.crash, RECORDER_EVENT_KINDS.signal, RECORDER_EVENT_KINDS.resume]);
+/** Events the server keeps from a run's events.jsonl besides its endings: what charts mark. */
 const MARKED_KINDS = new Set<string>(['checkpoint', 'auto_halt', RECORDER_EVENT_KINDS.crash, RECORDER_EVENT_KINDS.signal, RECORDER_EVENT_KINDS.resume]);
 /** Marks kept per run: the most recent ones. */
 const MAX_MARKS = 500;
@@ -154,7 +153,7 @@ export class RunEntry {
     this.eventsIno = read.ino;
     for (const e of read.events) {
       // kept small whatever a line holds: what the status and a chart mark need
-      if (ENDING_KINDS.has(e.kind) && e.rank === 0) {
+      if (ENDING_EVENT_KINDS.has(e.kind) && e.rank === 0) {
         this.endings.push(slim(e, true));
         if (this.endings.length > MAX_ENDINGS) this.endings.splice(0, this.endings.length - MAX_ENDINGS);
       }
