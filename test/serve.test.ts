@@ -192,6 +192,13 @@ describe('probe serve over a folder of runs', () => {
     assert.ok(s.samples.every((x: any) => x.completion_text === HOSTILE_TEXT));
   });
 
+  test('the run list reports the counts of the server itself: diagnoses, charts, streams', async () => {
+    const list = await getJson(serving.port, '/api/runs');
+    assert.deepEqual(list.server.diagnoses, { run: 4, failed: 0 });
+    assert.ok(list.server.charts.builds >= 1, JSON.stringify(list.server));
+    assert.deepEqual(Object.keys(list.server.streams).sort(), ['dropped', 'open', 'sent']);
+  });
+
   test('the diff of two runs is probe diff --json', async () => {
     const d = await getJson(serving.port, `/api/diff?a=${keyOf(fleet.runs.healthy)}&b=${keyOf(fleet.runs.collapse)}`);
     assert.ok(d.metrics.length > 5);

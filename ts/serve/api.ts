@@ -4,7 +4,6 @@
  * return plain values; http.ts writes them (non-finite numbers as strings).
  */
 import { diffRuns } from '../diff/run-diff.js';
-import type { Finding } from '../doctor/finding.js';
 import { RlprobeError } from '../errors.js';
 import type { SampleQuery } from '../reader/sample-stream.js';
 import type { TrialCapture } from '../reader/trial-reader.js';
@@ -16,11 +15,13 @@ import type { ChartsCache } from './charts-cache.js';
 import type { DiagnosisQueue } from './diagnosis.js';
 import type { RunEntry } from './run-entry.js';
 import type { RunIndex } from './run-index.js';
+import type { EventHub } from './sse.js';
 
 export interface ServeContext {
   index: RunIndex;
   charts: ChartsCache;
   diagnosis: DiagnosisQueue;
+  hub: EventHub;
 }
 
 /** An answer other than 200: the status and a message for the page. */
@@ -52,7 +53,9 @@ function readerOf(entry: RunEntry): NonNullable<RunEntry['reader']> {
 
 export function listRuns(ctx: ServeContext): unknown {
   const runs = [...ctx.index.entries.values()].map((e) => e.row()).sort((a, b) => a.path.localeCompare(b.path));
-  return { roots: ctx.index.roots, runs, not_searched: ctx.index.notSearched, not_searched_total: ctx.index.notSearchedTotal };
+  // the server's own counts: what it built, followed, put off, failed, dropped (nothing silently)
+  const server = { charts: ctx.charts.counts, diagnoses: ctx.diagnosis.counts, streams: { open: ctx.hub.size, sent: ctx.hub.sent, dropped: ctx.hub.dropped } };
+  return { roots: ctx.index.roots, runs, not_searched: ctx.index.notSearched, not_searched_total: ctx.index.notSearchedTotal, server };
 }
 
 export function runInfo(ctx: ServeContext, key: string): unknown {
@@ -268,7 +271,6 @@ function trialOfSpan(trials: TrialCapture[], rootId: string | null, sampleId: st
   };
 }
 
-export type { Finding };
 
 /** Points a zoom may ask for, at most (a chart is ~1,300 pixels wide). */
 const MAX_ZOOM_POINTS = 20_000;

@@ -12,7 +12,7 @@ const REBUILD_GAP_MS = 10_000;
 export class ChartsCache {
   private readonly built = new Map<string, Promise<LiveCharts>>();
   private readonly lastRebuild = new Map<string, number>();
-  /** Builds, follows that grew, rebuilds, and follows that failed: for the closing figures and tests. */
+  /** Builds, follows that grew, rebuilds, and follows that failed: reported in /api/runs (`server`). */
   readonly counts = { builds: 0, follows: 0, rebuilds: 0, failures: 0 };
 
   /** Runs whose last follow was put off (a rebuild too soon after the last) or failed: followed again on the next look. */

@@ -61,7 +61,7 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     hub.send('findings', { ...(findingsOf(entry) as object), new: fresh.map((f) => f.code) }, null);
     hub.send('runs', { changed: rows([entry]), removed: [] });
   });
-  const ctx: ServeContext = { index, charts, diagnosis };
+  const ctx: ServeContext = { index, charts, diagnosis, hub };
   const assets = loadAssets();
 
   /** What a page holds of a run's points: deltas from the bucket it last saw. */
