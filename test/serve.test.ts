@@ -87,11 +87,12 @@ function openStream(port: number, runs: string[]): { events: StreamEvent[]; clos
 
 after(cleanupTempDirs);
 
+const keyOf = (dir: string) => runKey(realpathSync(dir));
+
 describe('probe serve over a folder of runs', () => {
   let fleet: ServeFleet;
   let serving: Serving;
   let runs: any[];
-  const keyOf = (dir: string) => runKey(realpathSync(dir));
 
   before(async () => {
     fleet = await makeServeFleet();
@@ -194,7 +195,7 @@ describe('probe serve over a folder of runs', () => {
 
   test('the run list reports the counts of the server itself: diagnoses, charts, streams', async () => {
     const list = await getJson(serving.port, '/api/runs');
-    assert.deepEqual(list.server.diagnoses, { run: 4, failed: 0 });
+    assert.deepEqual(list.server.diagnoses, { run: 4, failed: 0, reused: 0 });
     assert.ok(list.server.charts.builds >= 1, JSON.stringify(list.server));
     assert.deepEqual(Object.keys(list.server.streams).sort(), ['dropped', 'open', 'sent']);
   });
@@ -204,6 +205,13 @@ describe('probe serve over a folder of runs', () => {
     assert.ok(d.metrics.length > 5);
     assert.ok(d.metrics.some((m: any) => m.metric === 'entropy_mean' && m.divergence !== null));
     assert.deepEqual(d.run.map((c: any) => c.path).sort(), ['algorithm', 'model_name']);
+    // the findings are the server's own diagnoses of both runs, not a third and fourth beside the queue
+    assert.deepEqual(serving.ctx.diagnosis.counts, { run: 4, failed: 0, reused: 2 });
+    const codes = async (run: string) => ((await getJson(serving.port, `/api/runs/${keyOf(run)}/findings`)).findings as any[]).map((f) => f.code);
+    const inHealthy = new Set(await codes(fleet.runs.healthy));
+    const onlyInCollapse = (await codes(fleet.runs.collapse)).filter((c) => !inHealthy.has(c));
+    assert.ok(onlyInCollapse.includes('ENTROPY_COLLAPSE'));
+    assert.deepEqual(d.findings.only_in_b.map((f: any) => f.code).sort(), onlyInCollapse.sort());
   });
 
   test('refuses traversal and encoded separators before decoding, other methods, other hosts and unknown keys; every answer carries the CSP', async () => {
@@ -473,6 +481,32 @@ describe("probe serve and a foreign writer's finding events", () => {
     } finally {
       await serving.close();
       tmp.cleanup();
+    }
+  });
+});
+
+describe('the diff view under --no-diagnose', () => {
+  test('diagnoses both runs through the queue, one at a time, hands them to the diff alone and reuses them while the runs stand still', { timeout: 120_000 }, async () => {
+    const fleet = await makeServeFleet();
+    const serving = await startServe({ roots: [fleet.root], port: 0, pollMs: 200, rescanMs: 300, diagnose: false });
+    try {
+      const a = keyOf(fleet.runs.healthy);
+      const b = keyOf(fleet.runs.collapse);
+      const [d1, d2] = await Promise.all([getJson(serving.port, `/api/diff?a=${a}&b=${b}`), getJson(serving.port, `/api/diff?a=${b}&b=${a}`)]);
+      // two diffs at once: each run diagnosed once (the second diff waits on the first's
+      // diagnoses, or reuses one already done: that depends on when its request lands)
+      const first = { ...serving.ctx.diagnosis.counts };
+      assert.deepEqual([first.run, first.failed], [2, 0], JSON.stringify(first));
+      assert.ok(d1.findings.only_in_b.some((f: any) => f.code === 'ENTROPY_COLLAPSE'), JSON.stringify(d1.findings));
+      assert.deepEqual(d2.findings.only_in_a, d1.findings.only_in_b);
+      const again = await getJson(serving.port, `/api/diff?a=${a}&b=${b}`);
+      assert.deepEqual(again.findings, d1.findings);
+      assert.deepEqual(serving.ctx.diagnosis.counts, { run: 2, failed: 0, reused: first.reused + 2 });
+      // --no-diagnose: the run list still shows no diagnosis of the server's
+      const rows = (await getJson(serving.port, '/api/runs')).runs;
+      assert.ok(rows.every((r: any) => r.diagnosis === 'none'), JSON.stringify(rows.map((r: any) => r.diagnosis)));
+    } finally {
+      await serving.close();
     }
   });
 });

@@ -31,6 +31,8 @@ export interface RunDiff {
 export interface DiffReuse {
   /** Run A's findings, or their promise, from a diagnosis with `samples` as below. */
   findingsA?: Finding[] | Promise<Finding[]>;
+  /** Run B's, likewise (the dashboard has both runs' diagnoses, or queues them). */
+  findingsB?: Finding[] | Promise<Finding[]>;
   /** Whether A's findings read samples: B is diagnosed the same way, or a sample-based sign
    *  would read as "only in A" (false). */
   samples?: boolean;
@@ -100,10 +102,12 @@ export async function diffRuns(a: RunReader, b: RunReader, reuse: DiffReuse = {}
   // the doctor without samples: findings, not their evidence, are what is compared
   const samples = reuse.findingsA !== undefined && reuse.samples === true;
   const findingsOf = async (r: RunReader, known?: Finding[] | Promise<Finding[]>) => (known ? await known : (await diagnoseAsync(r, { samples })).findings);
+  // B's known findings may fail before A's are awaited: that is not an unhandled rejection
+  if (reuse.findingsB instanceof Promise) reuse.findingsB.catch(() => {});
   const findingsA = findingsOf(a, reuse.findingsA);
   // B's diagnosis waits for A's (a failure of A's still ends the chain through Promise.all)
   const findingsB = findingsA.then(
-    () => findingsOf(b),
+    () => findingsOf(b, reuse.findingsB),
     () => [] as Finding[],
   );
   const findings = Promise.all([findingsA, findingsB]);

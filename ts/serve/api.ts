@@ -210,10 +210,14 @@ export function runEvents(ctx: ServeContext, key: string, q: URLSearchParams): u
   return { run: key, events: reader.events({ ...(kinds.length ? { kinds } : {}), last: 500 }) };
 }
 
+/** `probe diff` of two runs; their findings from the server's diagnoses (queued when stale). */
 export async function runDiff(ctx: ServeContext, a: string, b: string): Promise<unknown> {
-  const ra = readerOf(entryOf(ctx, a));
-  const rb = readerOf(entryOf(ctx, b));
-  return diffRuns(ra, rb);
+  const ea = entryOf(ctx, a);
+  const eb = entryOf(ctx, b);
+  const ra = readerOf(ea);
+  const rb = readerOf(eb);
+  // both asked now, so the queue runs them back to back ahead of the runs merely due
+  return diffRuns(ra, rb, { findingsA: ctx.diagnosis.findings(ea), findingsB: ctx.diagnosis.findings(eb), samples: true });
 }
 
 /** A sample for the page: texts whole (`chars` null) or cut with a marker, token ids left out. */

@@ -3,7 +3,9 @@
  * whole run: seconds and hundreds of MiB, so two at once would double the peak), each run
  * again as it grows by a fiftieth (the rule `probe watch` follows), at least `minGapMs`
  * apart, and once more after it ends. Off the JS thread (`diagnoseAsync`), so the server
- * keeps answering while the doctor reads.
+ * keeps answering while the doctor reads. A caller that needs a run's findings now (the
+ * diff view) asks `findings`: the last diagnosis when it saw every row, else one queued
+ * ahead of the rest — through the same queue, never beside it.
  */
 import { diagnoseAsync } from '../doctor/diagnose.js';
 import { FindingLedger, diagnosisDue } from '../doctor/follow.js';
@@ -15,27 +17,69 @@ interface Followed {
   endedDiagnosed: boolean;
   lastAt: number;
   ledger: FindingLedger;
+  /** What the last diagnosis found (null: none yet, or it failed). */
+  found: Finding[] | null;
+}
+
+/** A caller waiting for a diagnosis that sees at least `rows` rows. */
+interface Waiter {
+  rows: number;
+  resolve: (findings: Finding[]) => void;
+  reject: (error: Error) => void;
 }
 
 export class DiagnosisQueue {
   private readonly followed = new Map<string, Followed>();
   private readonly waiting: RunEntry[] = [];
+  private readonly waiters = new Map<string, Waiter[]>();
   private running: Promise<void> | null = null;
+  /** The run being diagnosed now, as it was when its diagnosis began. */
+  private inFlight: { key: string; rows: number; ended: boolean } | null = null;
   private stopped = false;
-  /** Diagnoses run, and failed (the error is shown on the run). */
-  counts = { run: 0, failed: 0 };
+  /** Diagnoses run, failed (the error is shown on the run), and answered from the last one. */
+  counts = { run: 0, failed: 0, reused: 0 };
 
+  /**
+   * `publish`: whether diagnoses are the server's to show (`--no-diagnose` turns it off; a
+   * diagnosis asked for by `findings` is then handed to the caller alone).
+   */
   constructor(
     private readonly onFindings: (entry: RunEntry, fresh: Finding[]) => void,
     private readonly minGapMs = 2000,
+    private readonly publish = true,
   ) {}
+
+  /** `entry`'s findings as of its rows now: the last diagnosis's when it saw them all, else
+   *  a diagnosis queued first (behind the one in flight, if any). */
+  findings(entry: RunEntry): Promise<Finding[]> {
+    if (this.stopped) return Promise.reject(new Error('the server is stopping'));
+    if (entry.reader === null) return Promise.reject(new Error(`run ${entry.shownPath} cannot be read${entry.error ? `: ${entry.error}` : ''}`));
+    const f = this.state(entry.key);
+    if (f.found !== null && f.rowsDiagnosed === entry.rows && (f.endedDiagnosed || !entry.ended)) {
+      this.counts.reused++;
+      return Promise.resolve(f.found);
+    }
+    return new Promise<Finding[]>((resolve, reject) => {
+      const list = this.waiters.get(entry.key) ?? [];
+      list.push({ rows: entry.rows, resolve, reject });
+      this.waiters.set(entry.key, list);
+      // the diagnosis in flight sees every row the caller saw: it answers
+      if (this.covered(entry)) return;
+      const i = this.waiting.indexOf(entry);
+      if (i >= 0) this.waiting.splice(i, 1);
+      // ahead of the runs that are only due, behind the ones asked for before it
+      const asked = this.waiting.findIndex((e) => !this.waiters.has(e.key));
+      this.waiting.splice(asked < 0 ? this.waiting.length : asked, 0, entry);
+      this.pump();
+    });
+  }
 
   /** Queues `entry` when it is due a diagnosis (a no-op otherwise, or when queued already). */
   consider(entry: RunEntry, now = Date.now()): void {
     if (this.stopped || entry.reader === null || entry.error !== null || entry.rows === 0) return;
     const f = this.state(entry.key);
     const due = entry.ended ? !f.endedDiagnosed || diagnosisDue(entry.rows, f.rowsDiagnosed) : diagnosisDue(entry.rows, f.rowsDiagnosed) && now - f.lastAt >= this.minGapMs;
-    if (!due || this.waiting.includes(entry)) return;
+    if (!due || this.waiting.includes(entry) || this.covered(entry)) return;
     if (entry.diagnosis === 'none') entry.diagnosis = 'pending';
     this.waiting.push(entry);
     this.pump();
@@ -45,12 +89,14 @@ export class DiagnosisQueue {
     this.followed.delete(key);
     const i = this.waiting.findIndex((e) => e.key === key);
     if (i >= 0) this.waiting.splice(i, 1);
+    this.answer(key, null, new Error('the run was removed from the folder'));
   }
 
   /** Stops taking work; resolves when the diagnosis in flight (if any) is done. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.waiting.length = 0;
+    for (const key of this.waiters.keys()) this.answer(key, null, new Error('the server is stopping'));
     await this.running;
   }
 
@@ -59,10 +105,16 @@ export class DiagnosisQueue {
     while (this.running) await this.running;
   }
 
+  /** Whether the diagnosis in flight is of `entry` and began with every row it has now. */
+  private covered(entry: RunEntry): boolean {
+    const f = this.inFlight;
+    return f !== null && f.key === entry.key && f.rows >= entry.rows && (f.ended || !entry.ended);
+  }
+
   private state(key: string): Followed {
     let f = this.followed.get(key);
     if (!f) {
-      f = { rowsDiagnosed: -1, endedDiagnosed: false, lastAt: 0, ledger: new FindingLedger() };
+      f = { rowsDiagnosed: -1, endedDiagnosed: false, lastAt: 0, ledger: new FindingLedger(), found: null };
       this.followed.set(key, f);
     }
     return f;
@@ -78,6 +130,7 @@ export class DiagnosisQueue {
       })
       .finally(() => {
         this.running = null;
+        this.inFlight = null;
         this.pump();
       });
   }
@@ -87,11 +140,15 @@ export class DiagnosisQueue {
     const rows = entry.rows;
     const ended = entry.ended;
     f.lastAt = Date.now();
+    this.inFlight = { key: entry.key, rows, ended };
     try {
       const d = await diagnoseAsync(entry.reader!);
       this.counts.run++;
       f.rowsDiagnosed = rows;
       if (ended) f.endedDiagnosed = true;
+      f.found = d.findings;
+      this.answer(entry.key, rows, d.findings);
+      if (!this.publish) return;
       entry.diagnosed = d.findings;
       entry.diagnosis = 'done';
       const fresh = d.findings.filter((x) => f.ledger.isNew(x));
@@ -101,9 +158,30 @@ export class DiagnosisQueue {
       // a run in the middle of a compaction, or damaged: tried again as it grows
       f.rowsDiagnosed = rows;
       if (ended) f.endedDiagnosed = true;
+      f.found = null;
+      this.answer(entry.key, null, new Error(`diagnosis of ${entry.shownPath} failed: ${(error as Error).message}`));
+      if (!this.publish) return;
       entry.diagnosis = 'failed';
       entry.error ??= `diagnosis failed: ${(error as Error).message}`;
       this.tell(entry, []);
+    }
+  }
+
+  /**
+   * Settles the callers waiting on `key`: with `result` those who asked when the run had at
+   * most `rows` rows (a run that grew since they asked is diagnosed again for the others),
+   * or all of them with an error.
+   */
+  private answer(key: string, rows: number | null, result: Finding[] | Error): void {
+    const list = this.waiters.get(key);
+    if (!list) return;
+    const done = result instanceof Error ? list : list.filter((w) => w.rows <= rows!);
+    const left = list.filter((w) => !done.includes(w));
+    if (left.length) this.waiters.set(key, left);
+    else this.waiters.delete(key);
+    for (const w of done) {
+      if (result instanceof Error) w.reject(result);
+      else w.resolve(result);
     }
   }
 

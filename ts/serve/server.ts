@@ -60,7 +60,7 @@ export async function startServe(input: ServeOptionsInput): Promise<Serving> {
     if (index.entries.get(entry.key) !== entry) return;
     hub.send('findings', { ...(findingsOf(entry) as object), new: fresh.map((f) => f.code) }, null);
     hub.send('runs', { changed: rows([entry]), removed: [] });
-  });
+  }, undefined, options.diagnose);
   const ctx: ServeContext = { index, charts, diagnosis, hub };
   const assets = loadAssets();
 
