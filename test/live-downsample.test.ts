@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { summarise } from '../ts/report/chart-data.js';
-import { compact, downsample } from '../ts/report/downsample.js';
+import { alongX, compact, downsample } from '../ts/report/downsample.js';
 import { LiveDownsample } from '../ts/report/live-downsample.js';
 import { prng } from './helpers/prng.js';
 
@@ -129,4 +129,26 @@ test('a band holds each bucket lowest mean − spread and highest mean + spread,
   live.append([2, 3], null, new Map([['m', { values: [0, NaN] }], ['s', { values: [2, 1] }]]));
   // merged: rows 0–1 and 2–3, each bucket's bounds at both its points
   assert.deepEqual(live.points().bands[key], { lo: [0.5, 0.5, -2, -2], hi: [3, 3, 2, 2] });
+});
+
+test('alongX gives a column exactly at the rows downsample puts on its x: each row, or each bucket first and last, in step order', () => {
+  for (let seed = 1; seed <= 8; seed++) {
+    const r = prng(seed);
+    const n = Math.floor(r() * 5000);
+    const buckets = 1 + Math.floor(r() * 200);
+    // steps shuffled and some logged twice (a resume): the chart order is by step, each at its last write
+    const steps = Float64Array.from({ length: n }, (_, i) => (r() < 0.1 ? Math.floor(r() * (i + 1)) : i));
+    const times = Float64Array.from(steps, (s, i) => (r() < 0.02 ? NaN : 1_790_000_000.123456 + s * 3.5 + i * 1e-6));
+    const d = downsample(steps, [times], buckets);
+    const t = alongX(steps, times, buckets);
+    const where = `seed ${seed}, ${n} rows, ${buckets} buckets`;
+    assert.equal(t.length, d.x.length, where);
+    // the time of each x's row, to the microsecond (downsample's own values keep six digits)
+    const last = new Map<number, number>();
+    steps.forEach((s, i) => last.set(s, i));
+    t.forEach((v, k) => {
+      const want = times[last.get(d.x[k])!];
+      assert.equal(v, Number.isFinite(want) ? want : null, `${where}, point ${k} (step ${d.x[k]})`);
+    });
+  }
 });

@@ -18,6 +18,7 @@ import { after, before, describe, test } from 'node:test';
 
 import type { BrowserContext, Page } from 'playwright-core';
 
+import { Recorder } from '../ts/index.js';
 import { findingsOf, entryOf, listRuns, listSamples, runDiff } from '../ts/serve/api.js';
 import { startServe } from '../ts/serve/server.js';
 import type { Serving } from '../ts/serve/server.js';
@@ -371,6 +372,55 @@ describe('probe serve in Chromium', { skip }, () => {
     assert.equal(back, live);
     await assertClean(o);
     await page.close();
+  });
+
+  test('zoom by wall time: each run reads the steps its time range covers, at full resolution, by clock and by elapsed seconds', { timeout: 120_000 }, async () => {
+    // a run far longer than the buckets (10 here), one step a second but for an hour-long stall at step 1500
+    const root = tempDir('rlprobe-serve-time-');
+    const dir = path.join(root, 'timed');
+    const t0 = 1_790_000_000;
+    const at = (step: number) => t0 + step + (step >= 1500 ? 3600 : 0);
+    const rec = new Recorder(dir, { installHandlers: false, captureEnvironment: false, runId: 'timed' });
+    for (let step = 0; step < 3000; step++) rec.logStep({ step, timestamp: at(step), entropy_mean: 2 + Math.sin(step / 7) });
+    rec.close();
+    const server = await startServe({ roots: [root], port: 0, buckets: 10, diagnose: false });
+    try {
+      const o = await open(server);
+      const { page } = o;
+      const key = (await page.locator('.run').getAttribute('data-run'))!;
+      await tick(page, key);
+      const entropy = 'figure[data-chart="entropy"]';
+      const xsIn = async (min: number, max: number) =>
+        ((await page.evaluate(() => (window as any).__rlprobeServe.charts.charts.get('entropy').u.data[0])) as number[]).filter((x) => x >= min && x <= max);
+      for (const [mode, origin] of [['time', 0], ['elapsed', t0]] as const) {
+        await markStale(page);
+        await page.locator('select[name=x]').selectOption(mode);
+        await page.waitForSelector(`${entropy}[data-rendered]:not([data-stale])`);
+        const xsNow = async () => ((await page.evaluate(() => (window as any).__rlprobeServe.charts.charts.get('entropy').u.data[0])) as number[]).length;
+        const live = await xsNow();
+        assert.ok(live <= 40, `${mode}: ${live} live points, bucketed`);
+        // steps 1000..1100 by their times; then across the stall, 1490..1510
+        for (const [a, b] of [[1000, 1100], [1490, 1510]]) {
+          const min = at(a) - origin;
+          const max = at(b) - origin;
+          await page.evaluate(([lo, hi]) => (window as any).__rlprobeServe.charts.charts.get('entropy').u.setScale('x', { min: lo, max: hi }), [min, max] as const);
+          await page.waitForSelector(`${entropy}[data-zoomed="${mode}:${min.toFixed(3)}..${max.toFixed(3)}"]`);
+          const want = Array.from({ length: b - a + 1 }, (_, i) => at(a + i) - origin);
+          assert.deepEqual(await xsIn(min, max), want, `${mode} ${a}..${b}: every step in view, each once`);
+        }
+        await page.locator(`${entropy} .u-over`).dblclick();
+        await page.waitForSelector(`${entropy}:not([data-zoomed])`);
+        assert.equal(await xsNow(), live, `${mode}: the live points back`);
+      }
+      // inside the stall no step lies in view: the two rows around it are read, nothing breaks
+      await page.evaluate(([lo, hi]) => (window as any).__rlprobeServe.charts.charts.get('entropy').u.setScale('x', { min: lo, max: hi }), [at(1499) - t0 + 100, at(1499) - t0 + 200] as const);
+      await page.waitForSelector(`${entropy}[data-zoomed^="elapsed:"]`);
+      await page.screenshot({ path: path.join(OUTPUT, 'serve-zoom-time.png') });
+      await assertClean(o);
+      await page.close();
+    } finally {
+      await server.close();
+    }
   });
 
   test('drill-down: a finding opens with its message and remedy; a sample opens in full with its trial and span tree; a span opens', { timeout: 120_000 }, async () => {

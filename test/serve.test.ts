@@ -133,6 +133,9 @@ describe('probe serve over a folder of runs', () => {
     assert.deepEqual(zoom.x.step, Array.from({ length: 41 }, (_, i) => 100 + i));
     assert.ok(zoom.series.entropy_mean.every((v: number, i: number) => Math.abs(v - entropy[100 + i]) <= 1e-5 * Math.abs(entropy[100 + i])));
     assert.equal(zoom.bands['reward_mean\u0000reward_std'].lo.length, 41);
+    // the wall time under each point, exact (six digits would blur it to a quarter of an hour)
+    const stamps = RunReader.open(fleet.runs.collapse).stepTable(['step', 'timestamp']).columns.find((c) => c.name === 'timestamp')!.values;
+    assert.deepEqual(zoom.x.time, Array.from(stamps.subarray(100, 141)));
     const coarse = await getJson(serving.port, `/api/runs/${key}/series?columns=entropy_mean&from=0&to=299&points=20`);
     assert.equal(coarse.x.step.length, 20);
     assert.equal(Math.min(...coarse.series.entropy_mean), Math.min(...Array.from(entropy, (v) => Number(v.toPrecision(6)))));

@@ -116,6 +116,26 @@ export function downsample(steps: ArrayLike<number>, series: ArrayLike<number>[]
   return { x, ys, rows: n, reduced: true };
 }
 
+/**
+ * `col` at the rows `downsample` puts on its x (each row; else each bucket's first and last),
+ * exact, null where not finite: the wall time under a chart's points, which six digits
+ * would blur to a quarter of an hour.
+ */
+export function alongX(steps: ArrayLike<number>, col: ArrayLike<number>, buckets = DEFAULT_BUCKETS, rows: Int32Array | null = stepRows(steps)): Array<number | null> {
+  const n = rows === null ? steps.length : rows.length;
+  const at = (k: number) => {
+    const v = col[rows === null ? k : rows[k]];
+    return Number.isFinite(v) ? v : null;
+  };
+  if (n <= 2 * buckets) return Array.from({ length: n }, (_, k) => at(k));
+  const out = new Array<number | null>(2 * buckets);
+  for (let b = 0; b < buckets; b++) {
+    out[2 * b] = at(Math.floor((b * n) / buckets));
+    out[2 * b + 1] = at(Math.floor(((b + 1) * n) / buckets) - 1);
+  }
+  return out;
+}
+
 export interface DownsampledBand {
   /** mean − spread and mean + spread, aligned to `downsample`'s x; null where either is missing. */
   lo: Array<number | null>;

@@ -7,7 +7,7 @@ import { diffRuns } from '../diff/run-diff.js';
 import { RlprobeError } from '../errors.js';
 import type { SampleQuery } from '../reader/sample-stream.js';
 import type { TrialCapture } from '../reader/trial-reader.js';
-import { downsample, downsampleBand, rowsInRange } from '../report/downsample.js';
+import { alongX, downsample, downsampleBand, rowsInRange } from '../report/downsample.js';
 import { evidenceSamples, evidenceSteps, samplesAt } from '../report/forensics.js';
 import type { StoredSampleRecord } from '../schema/sample-record.js';
 import type { SpanTreeNode } from '../schema/span-record.js';
@@ -317,7 +317,7 @@ export function seriesRange(ctx: ServeContext, key: string, q: URLSearchParams):
   };
   const buckets = Math.floor(points / 2);
   const d = downsample(steps, columns.map(values), buckets, rows);
-  const time = downsample(steps, [values('timestamp')], buckets, rows).ys[0];
+  const time = alongX(steps, values('timestamp'), buckets, rows);
   const series: Record<string, Array<number | null>> = {};
   columns.forEach((c, k) => (series[c] = d.ys[k]));
   const bandPoints: Record<string, unknown> = {};

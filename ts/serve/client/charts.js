@@ -107,6 +107,36 @@ function vline(ctx, x, top, height, colour, dash, width) {
   ctx.setLineDash([]);
 }
 
+/**
+ * The steps of a run a zoom to x in `min`..`max` must read: the range itself by step; by
+ * wall time, from the live point before the first one in view to the one after the last
+ * (the rows between two buckets can lie in view when no point does). Null: nothing of the
+ * run can be in view.
+ * @param {any} pts @param {string} mode @param {number} min @param {number} max
+ * @returns {{ from: number, to: number } | null}
+ */
+export function stepRange(pts, mode, min, max) {
+  if (mode === 'step') return { from: Math.floor(min), to: Math.ceil(max) };
+  const xs = xsOf(pts, mode);
+  const steps = pts.x.step;
+  let first = -1;
+  let last = -1;
+  let before = -1;
+  xs.forEach((/** @type {number|null} */ x, /** @type {number} */ i) => {
+    if (x === null) return;
+    if (x >= min && x <= max) {
+      if (first < 0) first = i;
+      last = i;
+    } else if (x < min && first < 0) before = i;
+  });
+  if (first < 0) {
+    // between two points, or outside the run
+    if (before < 0 || before + 1 >= steps.length) return null;
+    return { from: steps[before], to: steps[before + 1] };
+  }
+  return { from: steps[Math.max(0, first - 1)], to: steps[Math.min(steps.length - 1, last + 1)] };
+}
+
 /** Points a chart draws at most, all runs together. */
 const POINTS_PER_CHART = 4000;
 
@@ -193,14 +223,15 @@ export class ChartsView {
   }
 
   /**
-   * The x scale of chart `id` changed: zoomed in by step past the live buckets, the runs'
-   * rows in the range are fetched at full resolution (min/max buckets of 2,000 points when
-   * more); zoomed back out, the live points return.
+   * The x scale of chart `id` changed: zoomed in past the live buckets (by step or by wall
+   * time), each run's rows in the range are fetched at full resolution (min/max buckets of
+   * 2,000 points when more); zoomed back out, the live points return.
    * @param {string} id @param {any} g
    */
   onScale(id, g) {
     const held = this.charts.get(id);
-    if (!held || this.state.x !== 'step') return;
+    if (!held) return;
+    const mode = this.state.x;
     const u = held.u;
     const { min, max } = u.scales.x;
     const xs = held.full[0];
@@ -216,25 +247,29 @@ export class ChartsView {
     if (held.zoom && held.zoom.min === min && held.zoom.max === max) return;
     const zoom = { min, max };
     held.zoom = zoom;
-    const from = Math.floor(min);
-    const to = Math.ceil(max);
-    const pending = g.entries.map((/** @type {any} */ e) => {
+    const pending = [];
+    for (const e of g.entries) {
+      const range = stepRange(this.state.data.get(e.run).points, mode, min, max);
+      if (range === null) continue;
       const bands = e.spec.bands.map((/** @type {any} */ b) => `${e.spec.series[b.of].column}:${b.column}`).join(',');
       const cols = e.spec.series.map((/** @type {any} */ x) => x.column).join(',');
-      return getJson(`${runPath(e.run)}/series?columns=${encodeURIComponent(cols)}&from=${from}&to=${to}&points=2000${bands ? `&bands=${encodeURIComponent(bands)}` : ''}`).then((/** @type {any} */ p) => /** @type {[string, any]} */ ([e.run, p]));
-    });
+      const url = `${runPath(e.run)}/series?columns=${encodeURIComponent(cols)}&from=${range.from}&to=${range.to}&points=2000${bands ? `&bands=${encodeURIComponent(bands)}` : ''}`;
+      pending.push(getJson(url).then((/** @type {any} */ p) => /** @type {[string, any, { from: number, to: number }]} */ ([e.run, p, range])));
+    }
     Promise.all(pending)
       .then((answers) => {
         // a later zoom, a reset or a new render took over meanwhile
         if (this.charts.get(id) !== held || held.zoom !== zoom) return;
         // the range at full resolution between the live points around it: uPlot's reset
         // (double-click) then spans the whole run again, which onScale takes as zoomed out
-        const merged = new Map(answers.map(([run, p]) => [run, splice(this.state.data.get(run).points, p, from, to)]));
+        const merged = new Map(answers.map(([run, p, r]) => [run, splice(this.state.data.get(run).points, p, r.from, r.to)]));
         const built = this.build(g, merged);
         if (built.shape !== held.shape) return;
         held.marks = built.marks;
         u.setData(built.data, false);
-        u.root.parentElement.setAttribute('data-zoomed', `${from}..${to}`);
+        // by step, the steps read; by time, the x range (seconds, to the millisecond)
+        const shown = mode === 'step' ? `${Math.floor(min)}..${Math.ceil(max)}` : `${mode}:${min.toFixed(3)}..${max.toFixed(3)}`;
+        u.root.parentElement.setAttribute('data-zoomed', shown);
         u.root.parentElement.setAttribute('data-zoom-points', String(answers.reduce((n, [, p]) => n + p.x.step.length, 0)));
       })
       .catch(() => {
