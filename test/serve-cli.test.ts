@@ -67,6 +67,20 @@ describe('probe serve from the command line', () => {
     assert.match(s.stderr(), /stopped\n$/);
   });
 
+  test('--no-diagnose: the server diagnoses nothing itself, and says so', { timeout: 90_000 }, async () => {
+    const s = await startCli([folderWithRun(), '--port', '0', '--no-diagnose']);
+    try {
+      // with diagnoses on, this run is diagnosed as soon as it is found
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.match(s.stderr(), /^the server's own diagnoses are off/m);
+      const list = (await (await fetch(`${s.url}api/runs`)).json()) as { runs: Array<{ diagnosis: string }>; server: { diagnoses: { run: number } } };
+      assert.deepEqual([list.runs.map((r) => r.diagnosis), list.server.diagnoses.run], [['none'], 0]);
+    } finally {
+      s.child.kill('SIGINT');
+    }
+    assert.equal((await s.exit).code, 0);
+  });
+
   test('another interface than loopback is served with a warning', { timeout: 90_000 }, async () => {
     const s = await startCli([folderWithRun(), '--port', '0', '--host', '0.0.0.0']);
     assert.match(s.stderr(), /^warning: serving on 0\.0\.0\.0: anyone who can reach this machine can read these runs/m);

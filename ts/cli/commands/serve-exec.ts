@@ -11,6 +11,7 @@ export interface ServeArgs {
   port: number;
   host: string;
   interval: number;
+  diagnose: boolean;
   context: BaseContext;
 }
 
@@ -22,12 +23,13 @@ export async function execServe(command: ServeArgs): Promise<number> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    const serving = await startServe({ roots: command.dirs, port: command.port, host: command.host, pollMs: command.interval });
+    const serving = await startServe({ roots: command.dirs, port: command.port, host: command.host, pollMs: command.interval, diagnose: command.diagnose });
     if (!isLoopback(command.host)) {
       err.write(`warning: serving on ${terminalLine(command.host)}: anyone who can reach this machine can read these runs (there is no authentication)\n`);
     }
     const folders = serving.ctx.index.roots.map((r) => terminalLine(r)).join(', ');
     err.write(`serving ${serving.runs} run${serving.runs === 1 ? '' : 's'} under ${folders} at ${serving.url}\n`);
+    if (!command.diagnose) err.write("the server's own diagnoses are off: findings come from the recorders' live doctors (and a diff's own)\n");
     err.write('press Ctrl-C to stop\n');
     await stopped;
     await serving.close();

@@ -22,12 +22,14 @@ export class ServeCommand extends ProbeCommand {
     examples: [
       ['Serve the runs under runs/', '$0 serve runs'],
       ['Pick a free port', '$0 serve runs --port 0'],
+      ['Show only the findings of the recorders\' live doctors', '$0 serve runs --no-diagnose'],
     ],
   });
 
   dirs = Option.Rest({ name: 'dir' });
   port = valueOption('--port', { value: 'N', description: 'Port to listen on (0: a free one)', default: '6007', validator: isPort });
   host = valueOption('--host', { value: 'HOST', description: 'Interface to listen on', default: '127.0.0.1' });
+  diagnose = Option.Boolean('--diagnose', true, { description: "Let the server diagnose runs itself (--no-diagnose: only the recorders' live doctors' findings; a diff still diagnoses its two runs)" });
   interval = valueOption('--interval', { value: 'MS', description: 'Milliseconds between looks at live runs (100..60000)', default: '500', validator: isNumberIn(100, 60_000) });
 
   async exec(): Promise<number> {
@@ -44,6 +46,6 @@ export class ServeCommand extends ProbeCommand {
     if (this.host.trim() === '') throw new UsageError('invalid --host "": expected an interface name or address');
     // imported here: the server (node:http, zod, the doctor) loads only for `probe serve`
     const { execServe } = await import('./serve-exec.js');
-    return execServe({ dirs, port: this.port, host: this.host, interval: Math.round(this.interval), context: this.context });
+    return execServe({ dirs, port: this.port, host: this.host, interval: Math.round(this.interval), diagnose: this.diagnose, context: this.context });
   }
 }
