@@ -10,7 +10,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { RunReader } from '../ts/index.js';
+import { DiagnosisQueue } from '../ts/serve/diagnosis.js';
 import { CONTENT_SECURITY_POLICY } from '../ts/serve/http.js';
+import { RunEntry } from '../ts/serve/run-entry.js';
 import { runKey } from '../ts/serve/run-index.js';
 import { startServe } from '../ts/serve/server.js';
 import type { Serving } from '../ts/serve/server.js';
@@ -203,7 +205,7 @@ describe('probe serve over a folder of runs', () => {
     assert.deepEqual(Object.keys(list.server.streams).sort(), ['dropped', 'open', 'sent']);
   });
 
-  test('the diff of two runs is probe diff --json', async () => {
+  test('the diff of two runs: probe diff, with the findings of the server diagnoses', async () => {
     const d = await getJson(serving.port, `/api/diff?a=${keyOf(fleet.runs.healthy)}&b=${keyOf(fleet.runs.collapse)}`);
     assert.ok(d.metrics.length > 5);
     assert.ok(d.metrics.some((m: any) => m.metric === 'entropy_mean' && m.divergence !== null));
@@ -511,6 +513,67 @@ describe('the diff view under --no-diagnose', () => {
     } finally {
       await serving.close();
     }
+  });
+});
+
+describe('the diagnosis queue and the callers waiting on it', () => {
+  let fleet: ServeFleet;
+  before(async () => {
+    fleet = await makeServeFleet();
+  });
+  const entryAt = (dir: string) => {
+    const e = new RunEntry(keyOf(dir), dir, path.basename(dir));
+    e.poll();
+    assert.equal(e.error, null);
+    return e;
+  };
+  /** `p`, or a failure naming `what` after 60 s: a caller left waiting is the defect. */
+  const settled = <T>(p: Promise<T>, what: string) =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: still waiting after 60 s`)), 60_000).unref())]);
+
+  test('a caller whose run lost rows before its turn (rewritten) is answered by that diagnosis, not left waiting', { timeout: 120_000 }, async () => {
+    const q = new DiagnosisQueue(() => {}, 0, false);
+    const busy = q.findings(entryAt(fleet.runs.healthy));
+    const run = entryAt(fleet.runs.collapse);
+    const asked = q.findings(run);
+    run.rows = 100;
+    const found = await settled(asked, 'the caller of the rewritten run');
+    assert.ok(found.some((f) => f.code === 'ENTROPY_COLLAPSE'));
+    await busy;
+    await q.idle();
+    assert.deepEqual(q.counts, { run: 2, failed: 0, reused: 0 });
+  });
+
+  test('a caller who saw the run end during its diagnosis gets the next one, and that one serves someone', { timeout: 120_000 }, async () => {
+    const q = new DiagnosisQueue(() => {}, 0, false);
+    const run = entryAt(fleet.runs.collapse);
+    run.badge = 'live';
+    const first = q.findings(run).then(() => q.counts.run);
+    run.badge = 'closed';
+    const second = q.findings(run).then(() => q.counts.run);
+    assert.equal(await settled(first, 'the first caller'), 1);
+    assert.equal(await settled(second, 'the caller who saw the end'), 2, 'answered by the diagnosis of the ended run');
+    await q.idle();
+    assert.deepEqual(q.counts, { run: 2, failed: 0, reused: 0 });
+    // the ended run, diagnosed since: answered from it
+    await q.findings(run);
+    assert.equal(q.counts.reused, 1);
+  });
+
+  test('callers are let go with an error when their run is removed or the server stops, never left waiting', { timeout: 120_000 }, async () => {
+    const q = new DiagnosisQueue(() => {}, 0, false);
+    const busy = q.findings(entryAt(fleet.runs.healthy));
+    const removed = entryAt(fleet.runs.collapse);
+    const waiting = q.findings(removed);
+    q.forget(removed.key);
+    await assert.rejects(settled(waiting, 'the caller of a removed run'), /the run was removed/);
+    const trial = q.findings(entryAt(fleet.runs.trial));
+    const stopping = q.stop();
+    await assert.rejects(settled(trial, 'the caller when the server stops'), /the server is stopping/);
+    // the diagnosis in flight is let finish, and answers its caller
+    assert.ok(Array.isArray(await settled(busy, 'the caller of the diagnosis in flight')));
+    await stopping;
+    await assert.rejects(q.findings(entryAt(fleet.runs.healthy)), /the server is stopping/);
   });
 });
 

@@ -217,7 +217,7 @@ export async function runDiff(ctx: ServeContext, a: string, b: string): Promise<
   const ra = readerOf(ea);
   const rb = readerOf(eb);
   // both asked now, so the queue runs them back to back ahead of the runs merely due
-  return diffRuns(ra, rb, { findingsA: ctx.diagnosis.findings(ea), findingsB: ctx.diagnosis.findings(eb), samples: true });
+  return diffRuns(ra, rb, { findingsA: ctx.diagnosis.findings(ea), findingsB: ctx.diagnosis.findings(eb) });
 }
 
 /** A sample for the page: texts whole (`chars` null) or cut with a marker, token ids left out. */

@@ -21,9 +21,11 @@ interface Followed {
   found: Finding[] | null;
 }
 
-/** A caller waiting for a diagnosis that sees at least `rows` rows. */
+/** A caller waiting for a diagnosis of the run as it was when it asked (the `seq`-th to ask). */
 interface Waiter {
+  seq: number;
   rows: number;
+  ended: boolean;
   resolve: (findings: Finding[]) => void;
   reject: (error: Error) => void;
 }
@@ -33,8 +35,10 @@ export class DiagnosisQueue {
   private readonly waiting: RunEntry[] = [];
   private readonly waiters = new Map<string, Waiter[]>();
   private running: Promise<void> | null = null;
-  /** The run being diagnosed now, as it was when its diagnosis began. */
-  private inFlight: { key: string; rows: number; ended: boolean } | null = null;
+  /** The run being diagnosed now, as it was when its diagnosis began, and the last caller to ask by then. */
+  private inFlight: { key: string; rows: number; ended: boolean; seq: number } | null = null;
+  /** Callers that asked so far (each waiter's number). */
+  private asked = 0;
   private stopped = false;
   /** Diagnoses run, failed (the error is shown on the run), and answered from the last one. */
   counts = { run: 0, failed: 0, reused: 0 };
@@ -61,7 +65,7 @@ export class DiagnosisQueue {
     }
     return new Promise<Finding[]>((resolve, reject) => {
       const list = this.waiters.get(entry.key) ?? [];
-      list.push({ rows: entry.rows, resolve, reject });
+      list.push({ seq: ++this.asked, rows: entry.rows, ended: entry.ended, resolve, reject });
       this.waiters.set(entry.key, list);
       // the diagnosis in flight sees every row the caller saw: it answers
       if (this.covered(entry)) return;
@@ -89,15 +93,18 @@ export class DiagnosisQueue {
     this.followed.delete(key);
     const i = this.waiting.findIndex((e) => e.key === key);
     if (i >= 0) this.waiting.splice(i, 1);
-    this.answer(key, null, new Error('the run was removed from the folder'));
+    this.settle(key, () => true, new Error('the run was removed from the folder'));
   }
 
-  /** Stops taking work; resolves when the diagnosis in flight (if any) is done. */
+  /** Stops taking work; resolves when the diagnosis in flight (if any) is done, its callers answered and the rest let go. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.waiting.length = 0;
-    for (const key of this.waiters.keys()) this.answer(key, null, new Error('the server is stopping'));
+    const stopping = () => new Error('the server is stopping');
+    const flying = this.inFlight?.key;
+    for (const key of this.waiters.keys()) if (key !== flying) this.settle(key, () => true, stopping());
     await this.running;
+    for (const key of this.waiters.keys()) this.settle(key, () => true, stopping());
   }
 
   /** Resolves when nothing is queued or running (tests). */
@@ -140,14 +147,14 @@ export class DiagnosisQueue {
     const rows = entry.rows;
     const ended = entry.ended;
     f.lastAt = Date.now();
-    this.inFlight = { key: entry.key, rows, ended };
+    this.inFlight = { key: entry.key, rows, ended, seq: this.asked };
     try {
       const d = await diagnoseAsync(entry.reader!);
       this.counts.run++;
       f.rowsDiagnosed = rows;
       if (ended) f.endedDiagnosed = true;
       f.found = d.findings;
-      this.answer(entry.key, rows, d.findings);
+      this.answer(entry, d.findings);
       if (!this.publish) return;
       entry.diagnosed = d.findings;
       entry.diagnosis = 'done';
@@ -159,7 +166,7 @@ export class DiagnosisQueue {
       f.rowsDiagnosed = rows;
       if (ended) f.endedDiagnosed = true;
       f.found = null;
-      this.answer(entry.key, null, new Error(`diagnosis of ${entry.shownPath} failed: ${(error as Error).message}`));
+      this.answer(entry, new Error(`diagnosis of ${entry.shownPath} failed: ${(error as Error).message}`));
       if (!this.publish) return;
       entry.diagnosis = 'failed';
       entry.error ??= `diagnosis failed: ${(error as Error).message}`;
@@ -168,18 +175,28 @@ export class DiagnosisQueue {
   }
 
   /**
-   * Settles the callers waiting on `key`: with `result` those who asked when the run had at
-   * most `rows` rows (a run that grew since they asked is diagnosed again for the others),
-   * or all of them with an error.
+   * Settles the callers of the diagnosis of `entry` just done: all of them with an error;
+   * with findings, those who asked before it began (it read the run as it was then, rows
+   * that went away included) and those who asked since whom it covers. Any left, who saw
+   * more of the run than it read, get the next diagnosis.
    */
-  private answer(key: string, rows: number | null, result: Finding[] | Error): void {
+  private answer(entry: RunEntry, result: Finding[] | Error): void {
+    const f = this.inFlight;
+    if (f === null) return;
+    const served = (w: Waiter) => result instanceof Error || w.seq <= f.seq || (w.rows <= f.rows && (f.ended || !w.ended));
+    this.settle(entry.key, served, result);
+    if (this.waiters.has(entry.key) && !this.stopped && !this.waiting.includes(entry)) this.waiting.unshift(entry);
+  }
+
+  /** Settles the callers waiting on `key` whom `which` picks, with `result`. */
+  private settle(key: string, which: (w: Waiter) => boolean, result: Finding[] | Error): void {
     const list = this.waiters.get(key);
     if (!list) return;
-    const done = result instanceof Error ? list : list.filter((w) => w.rows <= rows!);
-    const left = list.filter((w) => !done.includes(w));
+    const left = list.filter((w) => !which(w));
     if (left.length) this.waiters.set(key, left);
     else this.waiters.delete(key);
-    for (const w of done) {
+    for (const w of list) {
+      if (left.includes(w)) continue;
       if (result instanceof Error) w.reject(result);
       else w.resolve(result);
     }
