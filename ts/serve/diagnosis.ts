@@ -21,6 +21,17 @@ interface Followed {
   found: Finding[] | null;
 }
 
+/** A run as one diagnosis read it, or as one caller saw it. */
+interface Seen {
+  rows: number;
+  ended: boolean;
+}
+
+/** Whether a diagnosis of `read` answers a caller who saw `seen`: every row, and the end if it saw one. */
+function covers(read: Seen, seen: Seen): boolean {
+  return seen.rows <= read.rows && (read.ended || !seen.ended);
+}
+
 /** A caller waiting for a diagnosis of the run as it was when it asked (the `seq`-th to ask). */
 interface Waiter {
   seq: number;
@@ -115,7 +126,7 @@ export class DiagnosisQueue {
   /** Whether the diagnosis in flight is of `entry` and began with every row it has now. */
   private covered(entry: RunEntry): boolean {
     const f = this.inFlight;
-    return f !== null && f.key === entry.key && f.rows >= entry.rows && (f.ended || !entry.ended);
+    return f !== null && f.key === entry.key && covers(f, entry);
   }
 
   private state(key: string): Followed {
@@ -183,7 +194,7 @@ export class DiagnosisQueue {
   private answer(entry: RunEntry, result: Finding[] | Error): void {
     const f = this.inFlight;
     if (f === null) return;
-    const served = (w: Waiter) => result instanceof Error || w.seq <= f.seq || (w.rows <= f.rows && (f.ended || !w.ended));
+    const served = (w: Waiter) => result instanceof Error || w.seq <= f.seq || covers(f, w);
     this.settle(entry.key, served, result);
     if (this.waiters.has(entry.key) && !this.stopped && !this.waiting.includes(entry)) this.waiting.unshift(entry);
   }
